@@ -1,0 +1,46 @@
+# Near the Identity: the two commands are `make book` and `make test`.
+# Each one creates the virtual environment .venv from requirements.txt when it is
+# missing or older than requirements.txt / pyproject.toml, then does its job.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# Strict build: warnings are errors (-W), every reference must resolve (-n).
+JB_FLAGS := -W -n --keep-going
+
+export JUPYTER_PLATFORM_DIRS := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help book test lab lint clean
+
+help:
+	@echo "make book   build the HTML book into _build/html"
+	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
+	@echo "make lab    open the notebooks in JupyterLab"
+	@echo "make lint   ruff over the library and tests"
+	@echo "make clean  remove _build (keeps .venv)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python 3.11 or newer is needed, found %d.%d (set PYTHON=...)" % v[:2])'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build $(JB_FLAGS) .
+	@echo
+	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+lint: $(STAMP)
+	$(BIN)/ruff check lib tests
+
+clean:
+	rm -rf _build
