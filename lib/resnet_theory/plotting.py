@@ -126,18 +126,23 @@ def mark_critical_points(ax, points, *, spurious_above=None, annotate=True):
     ax : matplotlib.axes.Axes
     points : sequence of :class:`~resnet_theory.landscape.CriticalPoint`
     spurious_above : float or None
-        A minimum whose value exceeds this is drawn as a spurious minimum.
+        A minimum whose value exceeds this is drawn (and labelled) as a
+        spurious minimum, the others are labelled global minima.
     annotate : bool
         Write each point's value next to it.
     """
     seen = set()
     for p in points:
         kind = p.kind
-        if kind == "minimum" and spurious_above is not None and p.value > spurious_above:
-            kind = "spurious minimum"
+        label = kind
+        if kind == "minimum" and spurious_above is not None:
+            if p.value > spurious_above:
+                kind = label = "spurious minimum"
+            else:
+                label = "global minimum"
         style = MARKERS[kind]
-        label = None if kind in seen else kind
-        seen.add(kind)
+        label = None if label in seen else label
+        seen.add(label)
         ax.scatter([p.w], [p.v], s=90, zorder=5, edgecolors="white", linewidths=1.2,
                    label=label, **style)
         if annotate:
