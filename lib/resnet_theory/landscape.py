@@ -16,10 +16,8 @@ reduces to the quintic :math:`(s - 1)(s^2 + \lambda)^2 = \epsilon^2 s` and
 :math:`w = s / (s^2 + \lambda)`. On a disc :math:`w^2 + v^2 \le \rho^2` the
 boundary critical points solve a quadratic in :math:`\sin t`.
 
-References
-----------
-O. Shamir, "Are ResNets provably better than linear predictors?", NeurIPS 2018,
-arXiv:1804.06739, Example 1 and Figure 1.
+Reference: O. Shamir, "Are ResNets provably better than linear predictors?",
+NeurIPS 2018, arXiv:1804.06739, Example 1 and Figure 1.
 """
 
 from __future__ import annotations
@@ -431,7 +429,7 @@ def gradient_descent(starts, eps, *, weight_decay=0.0, radius=None, step_size=0.
     steps : int, optional
         Number of iterations.
     record : bool, optional
-        Keep every iterate in :attr:`Descent.paths`.
+        Keep every iterate in ``paths``.
 
     Returns
     -------
@@ -480,7 +478,7 @@ def nearest_point_labels(endpoints, points, *, tol=1e-3):
     Parameters
     ----------
     endpoints : array_like, shape (n, 2)
-        Final iterates, e.g. :attr:`Descent.endpoints`.
+        Final iterates, e.g. the ``endpoints`` of a :class:`Descent`.
     points : sequence of CriticalPoint or array_like of shape (m, 2)
         Candidate limits.
     tol : float, optional
@@ -499,11 +497,11 @@ def nearest_point_labels(endpoints, points, *, tol=1e-3):
     """
     endpoints = _v.finite_array(endpoints, "endpoints", shape=(None, 2))
     tol = _v.positive(tol, "tol")
-    if len(points) and isinstance(points[0], CriticalPoint):
-        points = [(p.w, p.v) for p in points]
-    points = _v.finite_array(points, "points", shape=(None, 2))
     if len(points) == 0:
         return np.full(len(endpoints), -1)
+    if isinstance(points[0], CriticalPoint):
+        points = [(p.w, p.v) for p in points]
+    points = _v.finite_array(points, "points", shape=(None, 2))
     distances = np.linalg.norm(endpoints[:, None, :] - points[None, :, :], axis=-1)
     labels = distances.argmin(axis=1)
     labels[distances.min(axis=1) > tol] = -1

@@ -110,6 +110,10 @@ def least_squares(x, y, radius=None):
 
     # ||u(mu)|| decreases from ||lstsq solution|| > radius (mu -> 0+) to 0.
     lower, upper = 1e-14 * (1.0 + np.trace(gram)), 1.0
+    if excess_norm(lower) <= 0:
+        # the radius equals the unconstrained norm up to rounding: mu = 0
+        coef = coef * (radius / np.linalg.norm(coef))
+        return LinearFit(coef=coef, value=linear_risk(coef, x, y), multiplier=0.0)
     while excess_norm(upper) > 0:
         upper *= 2.0
     mu = scipy.optimize.brentq(excess_norm, lower, upper, xtol=1e-15, rtol=1e-12)

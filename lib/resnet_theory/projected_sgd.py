@@ -23,10 +23,8 @@ probability at least :math:`1 - \delta`,
     \frac1T \sum_{t=1}^T F(w_t, v_t, \Theta_t) - \min_{\|u\| \le b} F_{\mathrm{lin}}(u)
     \le \frac{3 b \ell + 2 r \sqrt{2 \log(1/\delta)}}{\sqrt T}.
 
-References
-----------
-O. Shamir, "Are ResNets provably better than linear predictors?", NeurIPS 2018,
-arXiv:1804.06739, Section 5, Theorem 4.
+Reference: O. Shamir, "Are ResNets provably better than linear predictors?",
+NeurIPS 2018, arXiv:1804.06739, Section 5, Theorem 4.
 """
 
 from __future__ import annotations

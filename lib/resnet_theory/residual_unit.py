@@ -19,10 +19,8 @@ partial derivatives in :math:`(w, V)` only):
               \bigl(w^\top (x_i + V f_i) - y_i\bigr)^2,
     \qquad F_{\mathrm{lin}}(u) = F(u, 0).
 
-References
-----------
-O. Shamir, "Are ResNets provably better than linear predictors?", NeurIPS 2018,
-arXiv:1804.06739, Theorems 1 to 3.
+Reference: O. Shamir, "Are ResNets provably better than linear predictors?",
+NeurIPS 2018, arXiv:1804.06739, Theorems 1 to 3.
 """
 
 from __future__ import annotations
@@ -326,7 +324,7 @@ class LocalMinimum:
 def local_minima(problem, starts, *, tol=1e-6, max_iterations=2000):
     r"""Run a second-order local method from each start and return the limits.
 
-    Uses :func:`scipy.optimize.minimize` with ``method="trust-krylov"`` and the
+    Uses :func:`scipy.optimize.minimize` with ``method="trust-exact"`` and the
     exact gradient and Hessian, a trust-region Newton method that converges to
     points satisfying the second-order necessary conditions, not merely to
     first-order stationary points. A run counts as converged when the gradient
@@ -361,6 +359,8 @@ def local_minima(problem, starts, *, tol=1e-6, max_iterations=2000):
     max_iterations = _v.positive_int(max_iterations, "max_iterations")
 
     def fun(z):
+        if not np.all(np.isfinite(z)):
+            return np.inf  # reject a non-finite trial step; the region shrinks
         return problem.objective(*problem.unpack(z))
 
     def jac(z):
@@ -372,7 +372,7 @@ def local_minima(problem, starts, *, tol=1e-6, max_iterations=2000):
 
     found = []
     for index, z0 in enumerate(starts):
-        result = scipy.optimize.minimize(fun, z0, jac=jac, hess=hess, method="trust-krylov",
+        result = scipy.optimize.minimize(fun, z0, jac=jac, hess=hess, method="trust-exact",
                                          options={"gtol": tol * 1e-3, "maxiter": max_iterations})
         w, V = problem.unpack(result.x)
         grad_norm = problem.gradient_norm(w, V)
