@@ -220,7 +220,7 @@ def minimum_curve(w, eps):
 
 
 def _classify(eigenvalues, scale):
-    tol = 1e-9 * max(1.0, scale)
+    tol = 1e-12 * max(1.0, scale)
     low, high = eigenvalues
     if low > tol:
         return "minimum"

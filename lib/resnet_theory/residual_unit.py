@@ -166,7 +166,10 @@ class ResidualUnitRegression:
         return self.objective(u, np.zeros((self.input_dim, self.feature_dim)))
 
     def best_linear(self, radius=None):
-        r""":math:`\min_{\|u\| \le \rho} F_{\mathrm{lin}}(u)`, as a :class:`~resnet_theory.linear_predictors.LinearFit`."""
+        r"""The best linear predictor :math:`\min_{\|u\| \le \rho} F_{\mathrm{lin}}(u)`.
+
+        Returns a :class:`~resnet_theory.linear_predictors.LinearFit`.
+        """
         return least_squares(self.x, self.y, radius)
 
     def gradient(self, w, V):
@@ -372,8 +375,10 @@ def local_minima(problem, starts, *, tol=1e-6, max_iterations=2000):
 
     found = []
     for index, z0 in enumerate(starts):
-        result = scipy.optimize.minimize(fun, z0, jac=jac, hess=hess, method="trust-exact",
-                                         options={"gtol": tol * 1e-3, "maxiter": max_iterations})
+        result = scipy.optimize.minimize(
+            fun, z0, jac=jac, hess=hess, method="trust-exact",
+            options={"gtol": tol * 1e-3, "maxiter": max_iterations},
+        )
         w, V = problem.unpack(result.x)
         grad_norm = problem.gradient_norm(w, V)
         if grad_norm > tol:
