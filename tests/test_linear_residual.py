@@ -1,0 +1,187 @@
+"""Specifications of resnet_theory.linear_residual (Hardt & Ma, Section 2)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from resnet_theory.linear_residual import (
+    ball_parametrisation,
+    gradient_lower_bound,
+    population_risk,
+    prefix_products,
+    risk_gradient,
+    standard_risk,
+    standard_risk_gradient,
+    suffix_products,
+    worst_case_gradient_ratio,
+)
+from resnet_theory.near_identity import near_identity_factors, near_identity_product
+
+
+def problem(seed, depth, d, scale=0.3):
+    rng = np.random.default_rng(seed)
+    factors = scale * rng.standard_normal((depth, d, d)) / np.sqrt(d)
+    target = rng.standard_normal((d, d))
+    x = rng.standard_normal((d, d))
+    covariance = x @ x.T + 0.1 * np.eye(d)
+    return factors, target, covariance
+
+
+def finite_difference_gradient(fun, factors, step=1e-6):
+    grad = np.zeros_like(factors)
+    for index in np.ndindex(*factors.shape):
+        plus, minus = factors.copy(), factors.copy()
+        plus[index] += step
+        minus[index] -= step
+        grad[index] = (fun(plus) - fun(minus)) / (2 * step)
+    return grad
+
+
+@settings(max_examples=20)
+@given(seed=st.integers(0, 10_000), depth=st.integers(1, 5), d=st.integers(1, 3))
+def test_gradient_matches_finite_differences(seed, depth, d):
+    factors, target, covariance = problem(seed, depth, d)
+    numeric = finite_difference_gradient(
+        lambda a: population_risk(a, target, covariance), factors
+    )
+    np.testing.assert_allclose(risk_gradient(factors, target, covariance), numeric, atol=1e-5)
+
+
+@settings(max_examples=20)
+@given(seed=st.integers(0, 10_000), depth=st.integers(1, 5), d=st.integers(1, 3))
+def test_standard_gradient_matches_finite_differences(seed, depth, d):
+    weights, target, covariance = problem(seed, depth, d, scale=1.0)
+    numeric = finite_difference_gradient(
+        lambda w: standard_risk(w, target, covariance), weights
+    )
+    np.testing.assert_allclose(
+        standard_risk_gradient(weights, target, covariance), numeric, atol=1e-5
+    )
+
+
+def test_risk_matches_monte_carlo_expectation():
+    factors, target, covariance = problem(0, 3, 2)
+    rng = np.random.default_rng(1)
+    n = 400_000
+    x = rng.multivariate_normal(np.zeros(2), covariance, size=n)
+    y = x @ target.T + rng.standard_normal((n, 2))
+    prediction = x @ near_identity_product(factors).T
+    empirical = np.mean(np.sum((y - prediction) ** 2, axis=1))
+    assert empirical == pytest.approx(population_risk(factors, target, covariance), rel=0.01)
+
+
+def test_risk_at_an_exact_factorisation_is_the_noise_level():
+    target = np.array([[2.0, 1.0], [-1.0, 1.5]])
+    factors = near_identity_factors(target, 6)
+    risk = population_risk(factors, target, np.eye(2), noise_variance=0.5)
+    assert risk == pytest.approx(1.0)
+    np.testing.assert_allclose(risk_gradient(factors, target, np.eye(2)), 0.0, atol=1e-12)
+
+
+@settings(max_examples=15)
+@given(seed=st.integers(0, 10_000), depth=st.integers(1, 6), d=st.integers(1, 3))
+def test_prefix_and_suffix_products_split_the_product(seed, depth, d):
+    factors, _, _ = problem(seed, depth, d)
+    prefix, suffix = prefix_products(factors), suffix_products(factors)
+    whole = near_identity_product(factors)
+    for i in range(depth + 1):
+        np.testing.assert_allclose(suffix[i] @ prefix[i], whole, atol=1e-12)
+
+
+@settings(max_examples=30)
+@given(
+    seed=st.integers(0, 10_000),
+    depth=st.integers(1, 6),
+    d=st.integers(1, 3),
+    tau=st.floats(0.01, 0.95),
+)
+def test_gradient_lower_bound_holds_in_the_ball(seed, depth, d, tau):
+    factors, target, covariance = problem(seed, depth, d, scale=1.0)
+    inside = ball_parametrisation(factors, tau)
+    grad = risk_gradient(inside, target, covariance)
+    bound = gradient_lower_bound(inside, target, covariance, tau)
+    assert np.sum(grad**2) >= bound * (1 - 1e-9)
+
+
+def test_gradient_lower_bound_is_attained_at_minus_tau_identity():
+    tau, depth = 0.3, 4
+    factors = np.array([-tau * np.eye(2)] * depth)
+    target = 3 * np.eye(2)
+    grad = risk_gradient(factors, target, np.eye(2))
+    bound = gradient_lower_bound(factors, target, np.eye(2), tau)
+    assert np.sum(grad**2) == pytest.approx(bound)
+
+
+def test_gradient_lower_bound_rejects_points_outside_the_ball():
+    with pytest.raises(ValueError, match="factors must lie in the ball"):
+        gradient_lower_bound(np.full((2, 1, 1), 0.6), np.eye(1), np.eye(1), 0.5)
+
+
+def test_gradient_lower_bound_rejects_tau_at_least_one():
+    with pytest.raises(ValueError, match="tau"):
+        gradient_lower_bound(np.zeros((2, 1, 1)), np.eye(1), np.eye(1), 1.0)
+
+
+def test_standard_parametrisation_has_a_bad_critical_point_at_zero():
+    target, covariance = np.eye(2), np.eye(2)
+    weights = np.zeros((3, 2, 2))
+    assert np.all(standard_risk_gradient(weights, target, covariance) == 0)
+    assert standard_risk(weights, target, covariance) > standard_risk(
+        np.array([np.eye(2)] * 3), target, covariance
+    )
+
+
+def test_ball_parametrisation_stays_inside_the_ball():
+    rng = np.random.default_rng(0)
+    a = ball_parametrisation(10 * rng.standard_normal((5, 3, 3)), 0.4)
+    assert np.linalg.norm(a, 2, axis=(1, 2)).max() < 0.4
+
+
+def test_ball_parametrisation_rejects_non_positive_tau():
+    with pytest.raises(ValueError, match="tau"):
+        ball_parametrisation(np.zeros((1, 2, 2)), 0.0)
+
+
+def test_worst_case_search_never_beats_the_bound_and_finds_it_tight_in_one_dimension():
+    worst = worst_case_gradient_ratio(
+        2 * np.eye(1), np.eye(1), 3, 0.4, rng=np.random.default_rng(0), restarts=3
+    )
+    assert 1 - 1e-6 <= worst.ratio < 1.01
+    assert worst.max_norm <= 0.4
+
+
+def test_worst_case_search_rejects_singular_covariance():
+    with pytest.raises(ValueError, match="positive definite"):
+        worst_case_gradient_ratio(
+            np.eye(2), np.diag([1.0, 0.0]), 2, 0.5, rng=np.random.default_rng(0)
+        )
+
+
+def test_worst_case_search_requires_a_generator():
+    with pytest.raises(TypeError, match="rng"):
+        worst_case_gradient_ratio(np.eye(1), np.eye(1), 2, 0.5, rng=0)
+
+
+def test_rejects_mismatched_target():
+    with pytest.raises(ValueError, match="target"):
+        population_risk(np.zeros((2, 2, 2)), np.eye(3), np.eye(2))
+
+
+def test_rejects_non_symmetric_covariance():
+    with pytest.raises(ValueError, match="covariance must be symmetric"):
+        population_risk(np.zeros((2, 2, 2)), np.eye(2), np.array([[1.0, 1.0], [0.0, 1.0]]))
+
+
+def test_rejects_indefinite_covariance():
+    with pytest.raises(ValueError, match="covariance must be positive semidefinite"):
+        risk_gradient(np.zeros((2, 2, 2)), np.eye(2), np.diag([1.0, -1.0]))
+
+
+def test_rejects_non_square_factors():
+    with pytest.raises(ValueError, match="factors"):
+        population_risk(np.zeros((2, 2, 3)), np.eye(2), np.eye(2))
+
+
+def test_rejects_negative_noise_variance():
+    with pytest.raises(ValueError, match="noise_variance"):
+        population_risk(np.zeros((1, 1, 1)), np.eye(1), np.eye(1), noise_variance=-1.0)
