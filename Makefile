@@ -12,13 +12,27 @@ JB_FLAGS := -W -n --keep-going
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help book test lab lint clean
+# Homework: `make grade SUBMISSIONS=<folder>` grades every .ipynb in <folder>, each in
+# its own kernel with GRADE_TIMEOUT seconds (GRADE_OUTPUT_MB megabytes of output).
+GRADE_TIMEOUT   ?= 180
+GRADE_OUTPUT_MB ?= 5
+ifneq ($(filter grade,$(MAKECMDGOALS)),)
+ifeq ($(strip $(SUBMISSIONS)),)
+$(error make grade needs the folder of submitted notebooks: make grade SUBMISSIONS=<folder>)
+endif
+endif
+
+.PHONY: help book test lab lint clean student grade
 
 help:
 	@echo "make book   build the HTML book into _build/html"
 	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make lint   ruff over the library and tests"
+	@echo "make student  student notebooks (no solutions) into _build/student and the"
+	@echo "               student HTML book into _build/student-html"
+	@echo "make grade SUBMISSIONS=<folder>  run and check every .ipynb in <folder>;"
+	@echo "               writes <folder>/grades.csv and <folder>/feedback/"
 	@echo "make clean  remove _build (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -41,6 +55,12 @@ lab: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests
+
+student: $(STAMP)
+	$(BIN)/python -m resnet_theory.homework student --root . --out _build/student --html _build/student-html
+
+grade: $(STAMP)
+	$(BIN)/python -m resnet_theory.homework grade "$(SUBMISSIONS)" --timeout $(GRADE_TIMEOUT) --max-output-mb $(GRADE_OUTPUT_MB)
 
 clean:
 	rm -rf _build

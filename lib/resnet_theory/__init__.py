@@ -23,7 +23,8 @@ mathematics they implement:
 - :mod:`resnet_theory.projected_sgd`: projected SGD with a skip connection to
   the output (Shamir's Theorem 4);
 - :mod:`resnet_theory.plotting`: the book's figure style;
-- :mod:`resnet_theory.checks`: checks for the auto-graded exercises.
+- :mod:`resnet_theory.checks` and :mod:`resnet_theory.homework`: checks for
+  the auto-graded exercises, student editions and grading.
 
 Every function validates its inputs and raises :class:`ValueError` or
 :class:`TypeError` naming the offending argument; iterative methods that blow
