@@ -301,8 +301,13 @@ def default_width(n, num_classes=2) -> int:
     :math:`k = O(\log n)` as in the theorem; the constant 16 is an empirical
     choice that makes the random projection of well-separated data (for example
     random points on a high-dimensional sphere) keep every selection gap
-    positive at the first draw in almost every case; :math:`k > 4\log r` keeps
-    random surrogates at pairwise inner products below 1/2 with high probability.
+    positive at the first draw in the book's experiments (the fit checks the gaps
+    and re-draws when one fails). The surrogate label vectors need pairwise inner
+    products below 1/2; by the spherical-cap bound
+    :math:`P(\langle q_i, q_j\rangle \ge 1/2) \le e^{-k/8}` and a union bound
+    over the pairs, :math:`k \ge 24 \log r` gives them with probability at least
+    :math:`1 - 1/(2r)`. Below that the fit re-draws them (up to ``max_draws``
+    times); the floor :math:`4 \log r + 1` only keeps tiny widths out.
 
     Examples
     --------
