@@ -41,6 +41,8 @@ import numpy as np
 import scipy.linalg
 
 from . import _validation as _v
+from ._products import partial_products
+from ._rotations import rotation_planes, rotation_power
 from ._validation import DivergenceError
 
 __all__ = [
@@ -101,19 +103,6 @@ def _step_count(steps):
 
 
 # --- the network, its loss and derivatives ----------------------------------------------
-
-
-def _prefixes_suffixes(thetas):
-    """``prefix[k] = Theta_k ... Theta_1`` and ``suffix[k] = Theta_L ... Theta_{k+1}``."""
-    depth, d, _ = thetas.shape
-    prefix = np.empty((depth + 1, d, d))
-    suffix = np.empty((depth + 1, d, d))
-    prefix[0] = suffix[depth] = np.eye(d)
-    for k in range(depth):
-        prefix[k + 1] = thetas[k] @ prefix[k]
-    for k in range(depth - 1, -1, -1):
-        suffix[k] = suffix[k + 1] @ thetas[k]
-    return prefix, suffix
 
 
 def product(thetas):
@@ -227,7 +216,7 @@ def gradient(thetas, phi):
     """
     thetas = _network(thetas)
     phi = _square(phi, "phi", thetas.shape[1])
-    prefix, suffix = _prefixes_suffixes(thetas)
+    prefix, suffix = partial_products(thetas)
     error = prefix[-1] - phi
     return np.swapaxes(suffix[1:], 1, 2) @ error @ np.swapaxes(prefix[:-1], 1, 2)
 
@@ -277,7 +266,7 @@ def hessian_vector_product(thetas, phi, direction):
     phi = _square(phi, "phi", thetas.shape[1])
     direction = _v.finite_array(direction, "direction", shape=thetas.shape)
     depth, d, _ = thetas.shape
-    prefix, suffix = _prefixes_suffixes(thetas)
+    prefix, suffix = partial_products(thetas)
     dprefix = np.zeros_like(prefix)
     dsuffix = np.zeros_like(suffix)
     for k in range(depth):
@@ -558,36 +547,6 @@ def project_margin(a, gamma):
     return (clipped + clipped.T) / 2 + skew
 
 
-def _rotation_planes(r):
-    """Real Schur basis ``q`` and rotation planes ``[(j, k, angle)]`` of a rotation ``r``."""
-    t, q = scipy.linalg.schur(r, output="real")
-    planes, negatives, k, d = [], [], 0, r.shape[0]
-    while k < d:
-        if k + 1 < d and t[k + 1, k] != 0.0:
-            block = t[k:k + 2, k:k + 2]
-            angle = np.arctan2(block[1, 0] - block[0, 1], block[0, 0] + block[1, 1])
-            planes.append((k, k + 1, float(angle)))
-            k += 2
-        else:
-            if t[k, k] < 0:
-                negatives.append(k)
-            k += 1
-    # det r = +1, so the eigenvalues -1 come in pairs: each pair is a rotation by pi.
-    for j, k in zip(negatives[::2], negatives[1::2], strict=True):
-        planes.append((j, k, float(np.pi)))
-    return q, planes
-
-
-def _rotation_power(q, planes, exponent):
-    """``q M q^T`` where ``M`` rotates each plane by ``exponent * angle``."""
-    m = np.eye(q.shape[0])
-    for j, k, angle in planes:
-        c, s = np.cos(exponent * angle), np.sin(exponent * angle)
-        m[j, j] = m[k, k] = c
-        m[k, j], m[j, k] = s, -s
-    return q @ m @ q.T
-
-
 def balanced_factorization(a, depth):
     r"""Factor :math:`A = A_L \cdots A_1` into factors with singular values :math:`\sigma(A)^{1/L}`.
 
@@ -654,8 +613,8 @@ def balanced_factorization(a, depth):
     rotation, positive = scipy.linalg.polar(a)
     values, vectors = np.linalg.eigh((positive + positive.T) / 2)
     root = (vectors * np.maximum(values, 0.0) ** (1.0 / depth)) @ vectors.T
-    q, planes = _rotation_planes(rotation)
-    powers = [_rotation_power(q, planes, k / depth) for k in range(depth + 1)]
+    q, planes = rotation_planes(rotation)
+    powers = [rotation_power(q, planes, k / depth) for k in range(depth + 1)]
     return np.stack([powers[i] @ root @ powers[i - 1].T for i in range(1, depth + 1)])
 
 
@@ -776,7 +735,7 @@ def gradient_descent(phi, depth, step_size, steps, *, regularization=0.0, keep_i
     iterates = np.empty((steps + 1, depth, d, d)) if keep_iterates else None
     with np.errstate(all="ignore"):
         for t in range(steps + 1):
-            prefix, suffix = _prefixes_suffixes(thetas)
+            prefix, suffix = partial_products(thetas)
             error = prefix[-1] - phi
             losses[t] = 0.5 * float(np.sum(error**2))
             _check_finite_run(losses[t], losses[0], t, eta)
@@ -960,7 +919,7 @@ def power_projection(phi, depth, step_size, steps, *, gamma, keep_iterates=False
             if t == steps:
                 break
             stepped = thetas - eta * gradient(thetas, phi)
-            prefix, _ = _prefixes_suffixes(stepped)
+            prefix, _ = partial_products(stepped)
             stepped_loss = 0.5 * float(np.sum((prefix[-1] - phi) ** 2))
             _check_finite_run(stepped_loss, losses[0], t + 1, eta, "power projection")
             projected = project_margin(prefix[-1], gamma)

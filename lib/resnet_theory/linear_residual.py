@@ -33,6 +33,7 @@ import numpy as np
 import scipy.optimize
 
 from . import _validation as _v
+from ._products import partial_products
 
 __all__ = [
     "prefix_products",
@@ -239,18 +240,6 @@ def risk_gradient(factors, target, covariance) -> np.ndarray:
     return 2.0 * np.transpose(suffix[1:], (0, 2, 1)) @ middle @ np.transpose(prefix[:-1], (0, 2, 1))
 
 
-def _weights_products(weights):
-    depth, d, _ = weights.shape
-    prefix = np.empty((depth + 1, d, d))
-    suffix = np.empty((depth + 1, d, d))
-    prefix[0] = suffix[depth] = np.eye(d)
-    for i in range(depth):
-        prefix[i + 1] = weights[i] @ prefix[i]
-    for i in range(depth - 1, -1, -1):
-        suffix[i] = suffix[i + 1] @ weights[i]
-    return prefix, suffix
-
-
 def standard_risk(weights, target, covariance, *, noise_variance=1.0) -> float:
     r"""The population risk of the standard parametrisation :math:`W_\ell \cdots W_1`.
 
@@ -290,7 +279,7 @@ def standard_risk(weights, target, covariance, *, noise_variance=1.0) -> float:
     d = weights.shape[1]
     target, covariance = _problem(target, covariance, d)
     noise_variance = _v.nonnegative(noise_variance, "noise_variance")
-    error = _weights_products(weights)[0][-1] - target
+    error = partial_products(weights)[0][-1] - target
     return float(np.sum((error @ covariance) * error) + d * noise_variance)
 
 
@@ -332,7 +321,7 @@ def standard_risk_gradient(weights, target, covariance) -> np.ndarray:
     weights = _stack(weights, "weights")
     d = weights.shape[1]
     target, covariance = _problem(target, covariance, d)
-    prefix, suffix = _weights_products(weights)
+    prefix, suffix = partial_products(weights)
     middle = (prefix[-1] - target) @ covariance
     return 2.0 * np.transpose(suffix[1:], (0, 2, 1)) @ middle @ np.transpose(prefix[:-1], (0, 2, 1))
 

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _validation as _v
+from ._rotations import rotation_planes, rotation_power
 
 __all__ = [
     "log_condition",
@@ -143,39 +144,6 @@ def theorem_2_1_bound(a, depth, *, version: str = "iclr") -> float:
     return float((4.0 * np.pi + 3.0 * gamma) / depth)
 
 
-def _rotation_plane_angles(rotation):
-    """Real Schur data of a rotation: basis ``q``, planes [(i, j, angle)], fixed axes."""
-    t, q = scipy.linalg.schur(rotation, output="real")
-    d = t.shape[0]
-    planes = []
-    minus_ones = []
-    i = 0
-    while i < d:
-        if i + 1 < d and abs(t[i + 1, i]) > 0.0:
-            block = t[i : i + 2, i : i + 2]
-            angle = np.arctan2(block[1, 0] - block[0, 1], block[0, 0] + block[1, 1])
-            planes.append((i, i + 1, angle))
-            i += 2
-        else:
-            if t[i, i] < 0:
-                minus_ones.append(i)
-            i += 1
-    # det R = 1, so eigenvalues -1 on 1x1 blocks come in pairs: each pair is a
-    # rotation by pi in the plane of the two Schur vectors.
-    for i, j in zip(minus_ones[0::2], minus_ones[1::2], strict=True):
-        planes.append((i, j, np.pi))
-    return q, planes
-
-
-def _rotation_root(q, planes, d, parts):
-    """The rotation ``R^(1/parts)`` that turns each plane by ``angle / parts``."""
-    f = np.eye(d)
-    for i, j, angle in planes:
-        c, s = np.cos(angle / parts), np.sin(angle / parts)
-        f[i, i], f[i, j], f[j, i], f[j, j] = c, -s, s, c
-    return q @ f @ q.T
-
-
 def near_identity_factors(a, depth) -> np.ndarray:
     r"""Write ``a`` as a product of ``depth`` near-identity matrices.
 
@@ -264,7 +232,7 @@ def near_identity_factors(a, depth) -> np.ndarray:
         factors[0] = a - identity
         return factors
 
-    q_basis, planes = _rotation_plane_angles(rotation)
+    q_basis, planes = rotation_planes(rotation)
     theta = max((abs(angle) for _, _, angle in planes), default=0.0)
 
     def rotation_cost(q):
@@ -286,7 +254,7 @@ def near_identity_factors(a, depth) -> np.ndarray:
         scaling_root = (vt.T * np.exp(log_s / p)) @ vt
         factors[:p] = scaling_root - identity
     if q > 0:
-        factors[p:] = _rotation_root(q_basis, planes, d, q) - identity
+        factors[p:] = rotation_power(q_basis, planes, 1.0 / q) - identity
     # Polish: make the product reproduce a to round-off.
     prefix = near_identity_product(factors[:-1]) if depth > 1 else identity
     last = scipy.linalg.solve(prefix.T, a.T).T
