@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from resnet_theory import checks, homework
 from resnet_theory.landscape import critical_points
@@ -133,6 +134,17 @@ def test_student_edition_keeps_every_exercise_statement(path):
 def test_student_edition_uses_no_name_that_only_a_solution_defines(path):
     edition = homework.split_solutions(nbformat.read(path, as_version=4))
     assert homework.solution_only_names(edition) == set()
+
+
+@pytest.mark.parametrize("path", BOOK_NOTEBOOKS, ids=_ids(BOOK_NOTEBOOKS))
+def test_student_edition_runs_top_to_bottom(path, tmp_path):
+    edition = homework.split_solutions(nbformat.read(path, as_version=4)).notebook
+    client = NotebookClient(edition, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # raises CellExecutionError on the first failing cell
+    errors = [output for cell in edition.cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if output.output_type == "error"]
+    assert not errors
 
 
 @pytest.mark.parametrize("path", BOOK_NOTEBOOKS, ids=_ids(BOOK_NOTEBOOKS))
