@@ -26,13 +26,28 @@ $(error make grade needs the folder of submitted notebooks: make grade SUBMISSIO
 endif
 endif
 
-.PHONY: help book test lab lint clean student grade
+# Notebooks: `make notebooks` re-executes every notebook under book/ in place, each
+# from a fresh kernel, top to bottom; NB=<path> re-executes one. No timings are stored.
+define STRIP_TIMINGS
+import sys, nbformat
+for path in sys.argv[1:]:
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    nbformat.write(nb, path)
+endef
+export STRIP_TIMINGS
+NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
+
+.PHONY: help book test lab lint clean student grade notebooks
 
 help:
 	@echo "make book   build the HTML book into _build/html"
 	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make lint   ruff over the library and tests"
+	@echo "make notebooks [NB=<path>]  re-execute the notebooks in place (fresh kernel,"
+	@echo "               top to bottom, no timings stored), then check them with make test"
 	@echo "make student  student notebooks (no solutions) into _build/student and the"
 	@echo "               student HTML book into _build/student-html"
 	@echo "make grade SUBMISSIONS=<folder> [JOBS=<n>]  run every .ipynb in <folder> in a"
@@ -57,6 +72,11 @@ test: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
+
+notebooks: $(STAMP)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False $(NB)
+	$(BIN)/python -c "$$STRIP_TIMINGS" $(NB)
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests
