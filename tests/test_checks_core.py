@@ -34,6 +34,16 @@ def test_right_answer_passes_and_result_is_truthy(registry):
     assert repr(result) == "[correct] ex-test-square: right"
 
 
+def test_a_long_verdict_wraps_to_the_page_and_keeps_every_word():
+    reason = "the factors multiply to the target and all have the same singular values"
+    result = _core.CheckResult("ex-dl-balanced", True, reason)
+    lines = repr(result).splitlines()
+    assert len(lines) == 2 and all(len(line) <= _core.CheckResult.WIDTH for line in lines)
+    assert lines[0].startswith("[correct] ex-dl-balanced: ")
+    assert lines[1].startswith("    ")
+    assert " ".join(repr(result).split()) == f"[correct] ex-dl-balanced: {reason}"
+
+
 def test_wrong_answer_fails_with_the_reason(registry):
     result = _register()(5)
     assert not result

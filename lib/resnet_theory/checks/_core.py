@@ -3,7 +3,8 @@
 A check is a function of the student's answer that returns ``(passed, reason)``.
 :func:`exercise_check` registers it under the exercise's label and wraps it so
 that it never raises on a wrong answer: it returns a :class:`CheckResult`, which
-prints as a one-line verdict. A verdict explains what is wrong (a shape, a sign,
+prints as a verdict (wrapped at 79 characters, so that it fits a notebook's output
+area). A verdict explains what is wrong (a shape, a sign,
 a property that fails) without revealing the expected answer.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,7 +23,23 @@ _LABEL = re.compile(r"^ex-[a-z0-9]+(-[a-z0-9]+)*$")
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The verdict on one answer: which exercise, whether it passed, and why."""
+    """The verdict on one answer: which exercise, whether it passed, and why.
+
+    It prints as ``[correct] <label>: <reason>`` or ``[not yet] <label>: <reason>``,
+    wrapped at :data:`WIDTH` characters with the continuation lines indented.
+
+    Examples
+    --------
+    >>> print(CheckResult("ex-demo", True, "right"))
+    [correct] ex-demo: right
+    >>> print(CheckResult("ex-demo", False, "the factors must multiply to the "
+    ...                   "target, and every factor must have the same singular values"))
+    [not yet] ex-demo: the factors must multiply to the target, and every factor
+        must have the same singular values
+    """
+
+    #: The longest line of a printed verdict.
+    WIDTH = 79
 
     exercise: str
     passed: bool
@@ -32,7 +50,13 @@ class CheckResult:
 
     def __repr__(self) -> str:
         mark = "correct" if self.passed else "not yet"
-        return f"[{mark}] {self.exercise}: {self.reason}"
+        return textwrap.fill(
+            f"[{mark}] {self.exercise}: {self.reason}",
+            width=self.WIDTH,
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
 
     __str__ = __repr__
 
