@@ -189,3 +189,22 @@ def test_check_rejects_missing_and_wrong_depths():
     assert not checks.ex_im_rotation_depth(40).passed
     assert not checks.ex_im_rotation_depth(31.5).passed
     assert not checks.ex_im_rotation_depth("32x").passed
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda z: near_identity_factors(z, 4), "a"),
+        (lambda z: log_condition(z), "a"),
+        (lambda z: theorem_2_1_bound(z, 4), "a"),
+        (lambda z: near_identity_product(z[None]), "factors"),
+    ],
+)
+def test_complex_input_is_rejected_naming_the_argument(call, name):
+    """Issue 19: a complex matrix must not be factored through its real part."""
+    z = np.array([[1.0 + 1e-3j, 0.0], [0.0, 1.0]])
+    with pytest.raises(TypeError, match=rf"^{name} must be real"):
+        call(z)
+    # A complex dtype with zero imaginary part is still a complex argument.
+    with pytest.raises(TypeError, match=rf"^{name} must be real"):
+        call(np.eye(2, dtype=complex))

@@ -447,3 +447,51 @@ def test_shear_exercise_accepts_the_right_answer():
 def test_shear_exercise_rejects_wrong_answers(wrong):
     result = checks.ex_ni_shear_seminorm(wrong)
     assert not result.passed and result.reason
+
+
+# --- complex input (issue 19) -------------------------------------------------
+
+
+def test_every_array_argument_rejects_complex_input_naming_it():
+    z = disk(5).astype(complex)
+    layers = near_identity_layers(shear, shear_inverse, scaling_schedule(4), 2)
+    calls = {
+        "x": lambda: finite_difference_jacobian(shear, z),
+        "scalings": lambda: near_identity_layers(
+            shear, shear_inverse, np.array([0.5, 1.0], dtype=complex), 2
+        ),
+        "check_points": lambda: near_identity_layers(
+            shear, shear_inverse, [0.5, 1.0], 2, check_points=z
+        ),
+        "points": lambda: lipschitz_seminorm(shear, z),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{name} must be real"):
+            call()
+    with pytest.raises(TypeError, match=r"^scalings must be real"):
+        layer_seminorm_bound(np.array([0.5, 1.0 + 0.1j]), 1.0, 1.0, 1.0)
+    for method in (layers.forward, layers.layer_seminorms):
+        with pytest.raises(TypeError, match=r"^x must be real"):
+            method(z)
+    with pytest.raises(TypeError, match=r"^y must be real"):
+        layers.layer(z, 1)
+    with pytest.raises(TypeError, match=r"must be real"):
+        layers.scaled_map(z, 1)
+
+
+def test_callables_returning_complex_values_are_rejected():
+    def complex_shear(x):
+        return shear(x) + 0j
+
+    with pytest.raises(TypeError, match=r"^h must return real values"):
+        near_identity_layers(complex_shear, shear_inverse, [0.5, 1.0], 2)
+    with pytest.raises(TypeError, match=r"^f must return real values"):
+        lipschitz_seminorm(complex_shear, disk(5))
+    with pytest.raises(TypeError, match=r"^jacobian must return real values"):
+        near_identity_layers(
+            shear,
+            shear_inverse,
+            [0.5, 1.0],
+            2,
+            jacobian=lambda x: shear_jacobian(x) + 0j,
+        )

@@ -42,8 +42,26 @@ __all__ = [
 _IDENTITY_TOL = 1e-13
 
 
+def _real_array(value, name: str, **shape) -> np.ndarray:
+    """``value`` as a finite real float array; complex input is a ``TypeError``.
+
+    ``numpy.asarray(z, dtype=float)`` would silently keep the real part of a
+    complex array (with only a warning); the theorems here are about real
+    matrices, so a complex argument is rejected, naming it.
+    """
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):
+        raw = None
+    if raw is not None and (np.iscomplexobj(raw) or (
+            raw.dtype == object and any(isinstance(v, complex) for v in raw.ravel()))):
+        raise TypeError(f"{name} must be real, got an array of complex numbers "
+                        "(pass its real part explicitly if that is what you mean)")
+    return _v.finite_array(value, name, **shape)
+
+
 def _square_matrix(a, name: str) -> np.ndarray:
-    a = _v.finite_array(a, name, ndim=2)
+    a = _real_array(a, name, ndim=2)
     if a.shape[0] != a.shape[1] or a.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix, got shape {a.shape}")
     return a
@@ -74,6 +92,8 @@ def log_condition(a) -> float:
     ------
     ValueError
         If ``a`` is not square, not finite or singular.
+    TypeError
+        If ``a`` is complex.
 
     Notes
     -----
@@ -122,7 +142,7 @@ def theorem_2_1_bound(a, depth, *, version: str = "iclr") -> float:
     ValueError
         If ``a`` is not square, not finite or singular, or ``version`` is unknown.
     TypeError
-        If ``depth`` is not an integer.
+        If ``depth`` is not an integer, or ``a`` is complex.
 
     Notes
     -----
@@ -174,7 +194,8 @@ def near_identity_factors(a, depth) -> np.ndarray:
         :math:`\det a < 0` (then no product of matrices close to the identity,
         each of positive determinant, can equal it).
     TypeError
-        If ``depth`` is not an integer.
+        If ``depth`` is not an integer, or ``a`` is complex (its real part is
+        not used silently).
 
     Notes
     -----
@@ -285,6 +306,8 @@ def near_identity_product(factors) -> np.ndarray:
     ------
     ValueError
         If ``factors`` is not a finite stack of square matrices.
+    TypeError
+        If ``factors`` is complex.
 
     Examples
     --------
@@ -293,7 +316,7 @@ def near_identity_product(factors) -> np.ndarray:
     >>> near_identity_product(np.full((3, 1, 1), 1.0)).tolist()  # (1 + 1)^3
     [[8.0]]
     """
-    factors = _v.finite_array(factors, "factors", ndim=3)
+    factors = _real_array(factors, "factors", ndim=3)
     if factors.shape[1] != factors.shape[2]:
         raise ValueError(
             f"factors must be a stack of square matrices, got shape {factors.shape}"

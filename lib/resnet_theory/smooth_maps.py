@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validation as _v
-from .near_identity import near_identity_factors
+from .near_identity import _real_array, near_identity_factors
 
 __all__ = [
     "SCHEDULES",
@@ -138,9 +138,17 @@ def _check_map(f, name: str):
     return f
 
 
+def _real_output(value, name: str) -> np.ndarray:
+    """A callable's output as a float array; complex values are a ``TypeError``."""
+    raw = np.asarray(value)
+    if np.iscomplexobj(raw):
+        raise TypeError(f"{name} must return real values, got complex numbers")
+    return np.asarray(raw, dtype=float)
+
+
 def _apply(f, x, name: str) -> np.ndarray:
     """``f(x)`` with its output checked: same shape as ``x`` and finite."""
-    y = np.asarray(f(x), dtype=float)
+    y = _real_output(f(x), name)
     if y.shape != x.shape:
         raise ValueError(f"{name} must map points of shape {x.shape} to the same shape, "
                          f"got {y.shape}")
@@ -151,7 +159,7 @@ def _apply(f, x, name: str) -> np.ndarray:
 
 def _apply_jacobian(jacobian, x, name: str) -> np.ndarray:
     n, d = x.shape
-    j = np.asarray(jacobian(x), dtype=float)
+    j = _real_output(jacobian(x), name)
     if j.shape != (n, d, d):
         raise ValueError(f"{name} must return an array of shape {(n, d, d)}, got {j.shape}")
     if not np.all(np.isfinite(j)):
@@ -189,7 +197,8 @@ def finite_difference_jacobian(f, x, *, step=1e-6) -> np.ndarray:
         If ``x`` is not a finite 2-d array, ``step`` is not positive, or ``f``
         returns an array of the wrong shape or non-finite values.
     TypeError
-        If ``f`` is not callable.
+        If ``f`` is not callable, ``x`` is complex, or ``f`` returns complex
+        values.
 
     Notes
     -----
@@ -208,7 +217,7 @@ def finite_difference_jacobian(f, x, *, step=1e-6) -> np.ndarray:
      [0. 6.]]
     """
     f = _check_map(f, "f")
-    x = _v.finite_array(x, "x", ndim=2)
+    x = _real_array(x, "x", ndim=2)
     step = _v.positive(step, "step")
     n, d = x.shape
     shifts = np.eye(d) * step
@@ -264,7 +273,7 @@ class NearIdentityLayers:
         return len(self.offset)
 
     def _points(self, x, name="x") -> np.ndarray:
-        return _v.finite_array(x, name, shape=(None, self.dim))
+        return _real_array(x, name, shape=(None, self.dim))
 
     def _index(self, i, *, allow_zero=True) -> int:
         if isinstance(i, bool) or not isinstance(i, numbers.Integral):
@@ -493,8 +502,9 @@ def near_identity_layers(h, h_inverse, scalings, dim, *, jacobian=None, step=1e-
         ``h_inverse`` or ``jacobian`` return arrays of the wrong shape or
         non-finite values.
     TypeError
-        If ``h``, ``h_inverse`` or ``jacobian`` is not callable or ``dim`` is
-        not an integer.
+        If ``h``, ``h_inverse`` or ``jacobian`` is not callable or returns
+        complex values, ``dim`` is not an integer, or ``scalings`` or
+        ``check_points`` is complex.
 
     Notes
     -----
@@ -540,7 +550,7 @@ def near_identity_layers(h, h_inverse, scalings, dim, *, jacobian=None, step=1e-
         _check_map(jacobian, "jacobian")
     dim = _v.positive_int(dim, "dim")
     step = _v.positive(step, "step")
-    scalings = _v.finite_array(scalings, "scalings", ndim=1)
+    scalings = _real_array(scalings, "scalings", ndim=1)
     if len(scalings) == 0:
         raise ValueError("scalings must hold at least one scale")
     if scalings[0] <= 0 or np.any(np.diff(scalings) <= 0) or scalings[-1] != 1.0:
@@ -560,7 +570,7 @@ def near_identity_layers(h, h_inverse, scalings, dim, *, jacobian=None, step=1e-
         raise ValueError(f"h must preserve orientation at the origin (det Dh(0) > 0), "
                          f"got det Dh(0) = {det:.6g}")
     points = origin if check_points is None else np.vstack(
-        [origin, _v.finite_array(check_points, "check_points", shape=(None, dim))])
+        [origin, _real_array(check_points, "check_points", shape=(None, dim))])
     back = _apply(h_inverse, _apply(h, points, "h"), "h_inverse")
     error = np.max(np.linalg.norm(back - points, axis=1) / (1 + np.linalg.norm(points, axis=1)))
     if error > 1e-6:
@@ -595,6 +605,8 @@ def layer_seminorm_bound(scalings, smoothness, inverse_lipschitz, radius) -> np.
     ValueError
         If ``scalings`` is not increasing and positive, or a constant is not
         positive.
+    TypeError
+        If ``scalings`` is complex or a constant is not a real number.
 
     Notes
     -----
@@ -621,7 +633,7 @@ def layer_seminorm_bound(scalings, smoothness, inverse_lipschitz, radius) -> np.
     >>> layer_seminorm_bound([0.25, 0.5, 1.0], 2.0, 1.0, 1.0).tolist()
     [0.5, 0.5, 1.0]
     """
-    scalings = _v.finite_array(scalings, "scalings", ndim=1)
+    scalings = _real_array(scalings, "scalings", ndim=1)
     if len(scalings) == 0 or scalings[0] <= 0 or np.any(np.diff(scalings) <= 0):
         raise ValueError("scalings must be positive and strictly increasing")
     alpha = _v.positive(smoothness, "smoothness")
@@ -688,8 +700,9 @@ def lipschitz_seminorm(f, points, *, minus_identity=True, jacobian=None, pairs="
         ``pairs`` is not ``"all"`` or a positive integer, or ``f`` returns the
         wrong shape.
     TypeError
-        If ``f`` is not callable, or ``rng`` is missing or not a Generator
-        when ``pairs`` is an integer.
+        If ``f`` is not callable or returns complex values, ``points`` is
+        complex, or ``rng`` is missing or not a Generator when ``pairs`` is an
+        integer.
 
     Notes
     -----
@@ -721,7 +734,7 @@ def lipschitz_seminorm(f, points, *, minus_identity=True, jacobian=None, pairs="
     True
     """
     f = _check_map(f, "f")
-    points = _v.finite_array(points, "points", ndim=2)
+    points = _real_array(points, "points", ndim=2)
     step = _v.positive(step, "step")
     n = len(points)
     if n < 2 or np.all(points == points[0]):
