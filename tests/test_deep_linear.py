@@ -375,6 +375,56 @@ def test_rejects_non_array_thetas():
         product([["a"]])
 
 
+RAGGED = [np.eye(2), np.eye(3)]
+
+
+@pytest.mark.parametrize("function", [
+    product, distance_to_identity,
+    lambda th: loss(th, np.eye(2)), lambda th: gradient(th, np.eye(2)),
+    lambda th: hessian(th, np.eye(2)), lambda th: lemma_quantities(th, np.eye(2)),
+    lambda th: hessian_vector_product(th, np.eye(2), th),
+])
+def test_layers_of_different_sizes_raise_a_value_error_naming_the_shapes(function):
+    with pytest.raises(ValueError, match=r"thetas .*shapes \(2, 2\), \(3, 3\)"):
+        function(RAGGED)
+
+
+def test_a_ragged_target_raises_a_value_error_naming_the_shapes():
+    with pytest.raises(ValueError, match=r"phi .*shapes \(2,\), \(1,\)"):
+        loss(np.ones((1, 2, 2)), [[1.0, 2.0], [3.0]])
+
+
+COMPLEX_CALLS = [
+    lambda z: product(z * np.ones((2, 2, 2))),
+    lambda z: distance_to_identity(z * np.ones((2, 2, 2))),
+    lambda z: loss(z * np.ones((2, 2, 2)), np.eye(2)),
+    lambda z: loss(np.ones((2, 2, 2)), z * np.eye(2)),
+    lambda z: gradient(z * np.ones((2, 2, 2)), np.eye(2)),
+    lambda z: hessian(np.ones((2, 2, 2)), z * np.eye(2)),
+    lambda z: hessian_vector_product(np.ones((2, 2, 2)), np.eye(2), z * np.ones((2, 2, 2))),
+    lambda z: lemma_quantities(z * np.ones((2, 2, 2)), np.eye(2)),
+    lambda z: margin(z * np.eye(2)),
+    lambda z: project_margin(z * np.eye(2), 0.1),
+    lambda z: balanced_factorization(z * np.eye(2), 2),
+    lambda z: gradient_descent(z * np.eye(2), 2, 0.1, 3),
+    lambda z: power_projection(z * np.eye(2), 2, 0.1, 3, gamma=0.1),
+    lambda z: eigenvalue_recursion([z], 2, 0.1, 3),
+]
+
+
+@pytest.mark.parametrize("call", COMPLEX_CALLS)
+def test_complex_input_raises_a_type_error(call):
+    # even with a zero imaginary part: the library never drops it silently
+    for z in (1 + 1j, 1 + 0j):
+        with pytest.raises(TypeError, match="must be real"):
+            call(z)
+
+
+def test_a_list_of_complex_numbers_raises_a_type_error():
+    with pytest.raises(TypeError, match="phi must be real"):
+        loss(np.ones((1, 1, 1)), [[1j]])
+
+
 def test_hessian_vector_product_rejects_wrong_direction():
     with pytest.raises(ValueError, match="direction"):
         hessian_vector_product(np.ones((2, 2, 2)), np.eye(2), np.ones((1, 2, 2)))

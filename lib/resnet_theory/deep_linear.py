@@ -28,6 +28,10 @@ matrix and the projection onto matrices with a given margin, the balanced
 factorisation of a matrix with positive determinant, and the power projection
 algorithm for targets with a positive margin.
 
+Every function validates its arrays up front: layers of different sizes raise
+a ``ValueError`` that names their shapes, non-finite entries a ``ValueError``,
+and complex input a ``TypeError`` (an imaginary part is never dropped silently).
+
 Reference: P. L. Bartlett, D. P. Helmbold and P. M. Long (2019), Gradient
 descent with identity initialization efficiently learns positive-definite
 linear transformations by deep residual networks, arXiv:1802.06093.
@@ -71,9 +75,41 @@ _BLOWUP = 1e8
 # --- validation -----------------------------------------------------------------------
 
 
+def _shape_of(entry):
+    try:
+        return np.shape(entry)
+    except ValueError:  # itself ragged
+        return "ragged"
+
+
+def _real_array(value, name, **expected):
+    """``value`` as a finite real float array (see ``_validation.finite_array``).
+
+    Before the conversion: a ragged stack (layers of different sizes) raises a
+    ``ValueError`` that names the shapes of its entries, and complex input raises
+    a ``TypeError`` (its imaginary part would otherwise be dropped silently).
+    """
+    try:
+        array = np.asarray(value)
+    except ValueError:
+        shapes = ", ".join(str(_shape_of(entry)) for entry in value)
+        raise ValueError(f"{name} must stack arrays of one shape, got entries of "
+                         f"shapes {shapes}") from None
+    if np.iscomplexobj(array):
+        raise TypeError(f"{name} must be real, got complex entries (dtype {array.dtype})")
+    if array.dtype == object:
+        if any(isinstance(x, (complex, np.complexfloating)) for x in array.flat):
+            raise TypeError(f"{name} must be real, got complex entries")
+        shapes = {_shape_of(x) for x in array.flat}
+        if len(shapes) > 1:
+            raise ValueError(f"{name} must stack arrays of one shape, got entries of "
+                             f"shapes {', '.join(map(str, sorted(shapes, key=str)))}")
+    return _v.finite_array(array, name, **expected)
+
+
 def _network(thetas, name="thetas"):
     """Validate a stack of square layers: a finite array of shape (L, d, d), L, d >= 1."""
-    thetas = _v.finite_array(thetas, name, ndim=3)
+    thetas = _real_array(thetas, name, ndim=3)
     depth, rows, cols = thetas.shape
     if depth == 0 or rows == 0:
         raise ValueError(f"{name} must hold at least one layer of size at least 1x1, "
@@ -85,7 +121,7 @@ def _network(thetas, name="thetas"):
 
 
 def _square(a, name, dim=None):
-    a = _v.finite_array(a, name, ndim=2)
+    a = _real_array(a, name, ndim=2)
     if a.shape[0] != a.shape[1] or a.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix, got shape {a.shape}")
     if dim is not None and a.shape[0] != dim:
@@ -264,7 +300,7 @@ def hessian_vector_product(thetas, phi, direction):
     """
     thetas = _network(thetas)
     phi = _square(phi, "phi", thetas.shape[1])
-    direction = _v.finite_array(direction, "direction", shape=thetas.shape)
+    direction = _real_array(direction, "direction", shape=thetas.shape)
     depth, d, _ = thetas.shape
     prefix, suffix = partial_products(thetas)
     dprefix = np.zeros_like(prefix)
@@ -884,7 +920,7 @@ def eigenvalue_recursion(eigenvalues, depth, step_size, steps, *, regularization
     >>> [round(float(x), 6) for x in run.eigenvalues[-1] ** 4]
     [2.0, 0.5]
     """
-    mu = _v.finite_array(eigenvalues, "eigenvalues", ndim=1)
+    mu = _real_array(eigenvalues, "eigenvalues", ndim=1)
     if mu.size == 0:
         raise ValueError("eigenvalues must hold at least one eigenvalue")
     depth = _v.positive_int(depth, "depth")
