@@ -104,6 +104,18 @@ def test_hessian_vector_product_matches_finite_differences_of_gradient(seed, dep
                                rtol=1e-5, atol=1e-6)
 
 
+@settings(max_examples=25, deadline=None)
+@given(seeds, depths, dims)
+def test_hessian_columns_are_hessian_vector_products(seed, depth, dim):
+    thetas = random_network(seed, depth, dim)
+    phi = np.random.default_rng(seed + 1).normal(size=(dim, dim))
+    full = hessian(thetas, phi)
+    basis = np.eye(thetas.size)
+    columns = np.stack([hessian_vector_product(thetas, phi, e.reshape(thetas.shape)).ravel()
+                        for e in basis], axis=1)
+    assert np.allclose(full, columns, atol=1e-10)
+
+
 def test_hessian_is_symmetric():
     thetas = random_network(3, 3, 2)
     h = hessian(thetas, np.diag([2.0, 0.5]))

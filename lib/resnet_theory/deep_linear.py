@@ -337,9 +337,14 @@ def hessian(thetas, phi):
 
     Notes
     -----
-    Column :math:`n` is the Hessian-vector product with the :math:`n`-th
-    coordinate direction (see
-    :func:`resnet_theory.deep_linear.hessian_vector_product`). The matrix has
+    Block :math:`(k, l)` is the bilinear form
+    :math:`(V, W) \mapsto \langle \Theta_{k+1:L} V \Theta_{1:k-1},
+    \Theta_{l+1:L} W \Theta_{1:l-1}\rangle_F` plus, for :math:`k < l`, the term
+    :math:`\langle E, \Theta_{l+1:L} W \Theta_{k+1:l-1} V \Theta_{1:k-1}\rangle_F`
+    with :math:`E = \Theta_{1:L} - \Phi` (and its transpose for :math:`k > l`);
+    column :math:`n` equals the Hessian-vector product with the :math:`n`-th
+    coordinate direction
+    (:func:`resnet_theory.deep_linear.hessian_vector_product`). The matrix has
     :math:`(L d^2)^2` entries, so this is meant for small networks, e.g. to check
     the bound on :math:`\|\nabla^2 \ell\|_F` of
     :func:`resnet_theory.deep_linear.lemma_quantities`.
@@ -353,14 +358,24 @@ def hessian(thetas, phi):
     """
     thetas = _network(thetas)
     phi = _square(phi, "phi", thetas.shape[1])
-    size = thetas.size
-    out = np.empty((size, size))
-    basis = np.zeros(size)
-    for n in range(size):
-        basis[n] = 1.0
-        out[:, n] = hessian_vector_product(thetas, phi, basis.reshape(thetas.shape)).ravel()
-        basis[n] = 0.0
-    return out
+    depth, d, _ = thetas.shape
+    prefix, suffix = partial_products(thetas)
+    error = prefix[-1] - phi
+    before, after = prefix[:-1], suffix[1:]  # Theta_{1:k-1}, Theta_{k+1:L}
+    # Gauss-Newton blocks: (S_k^T S_l)[a, c] (P_k P_l^T)[b, d]
+    left = np.einsum("kpa,lpc->klac", after, after)
+    right = np.einsum("kbq,ldq->klbd", before, before)
+    blocks = np.einsum("klac,klbd->klabcd", left, right)
+    # blocks with E (k < l): Q[d, a] (S_l^T E P_k^T)[c, b], Q = Theta_{k+1:l-1}
+    for k in range(depth):
+        between = np.eye(d)
+        for m in range(k + 1, depth):
+            outer = after[m].T @ error @ before[k].T
+            mixed = np.einsum("da,cb->abcd", between, outer)
+            blocks[k, m] += mixed
+            blocks[m, k] += mixed.transpose(2, 3, 0, 1)
+            between = thetas[m] @ between
+    return blocks.transpose(0, 2, 3, 1, 4, 5).reshape(thetas.size, thetas.size)
 
 
 def distance_to_identity(thetas):
