@@ -39,11 +39,22 @@ endef
 export STRIP_TIMINGS
 NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 
-.PHONY: help book test lab lint clean student grade notebooks
+# Tests: `make test` runs the whole suite on TEST_JOBS pytest-xdist workers (default:
+# the number of cores; TEST_JOBS=0 runs it in one process). A notebook, and every
+# other test file, stays whole on one worker (tests/conftest.py).
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
+# `make test-portable` re-runs every notebook under nbval with OpenBLAS rounding like
+# other CPUs: the stored outputs must not depend on the machine's BLAS kernel.
+PORTABLE_CORETYPES ?= Prescott Sandybridge
+
+.PHONY: help book test test-portable lab lint clean student grade notebooks
 
 help:
 	@echo "make book   build the HTML book into _build/html"
 	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
+	@echo "make test-portable  re-run every notebook under nbval with the OpenBLAS"
+	@echo "               kernels of other CPUs ($(PORTABLE_CORETYPES))"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make lint   ruff over the library and tests"
 	@echo "make notebooks [NB=<path>]  re-execute the notebooks in place (fresh kernel,"
@@ -68,7 +79,13 @@ book: $(STAMP)
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
+
+test-portable: $(STAMP)
+	@set -e; for core in $(PORTABLE_CORETYPES); do \
+		echo "== nbval with OPENBLAS_CORETYPE=$$core"; \
+		OPENBLAS_CORETYPE=$$core $(PYTEST) book; \
+	done
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/

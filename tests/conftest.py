@@ -2,6 +2,7 @@
 and one strict build of the HTML book per session."""
 
 import collections
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # before anything imports matplotlib.pyplot
 
 import pytest  # noqa: E402
+from filelock import FileLock  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from hypothesis.configuration import set_hypothesis_home_dir  # noqa: E402
 
@@ -44,16 +46,50 @@ def _jupyter_book():
 
 
 @pytest.fixture(scope="session")
-def book_build(tmp_path_factory):
+def book_build(tmp_path_factory, worker_id):
     """``jupyter-book build -W -n --keep-going`` of the book into a temporary folder.
 
-    Built once per session and shared by tests/test_book_build.py and
-    tests/test_browser.py. Returns ``BookBuild(result, html)``: the finished
+    Built once per run and shared by tests/test_book_build.py and
+    tests/test_browser.py, also when pytest-xdist runs them on different workers. Returns ``BookBuild(result, html)``: the finished
     process and the folder of HTML pages (``html / "index.html"``).
     """
-    out = tmp_path_factory.mktemp("book")
+    if worker_id == "master":  # not under pytest-xdist: build into this session's folder
+        return _build_book(tmp_path_factory.mktemp("book"))
+    # Under pytest-xdist every worker has a session of its own: the first worker to
+    # ask builds into the folder the workers share, the others wait and reuse it.
+    shared = tmp_path_factory.getbasetemp().parent / "book"
+    with FileLock(str(shared) + ".lock"):
+        saved = shared / "result.json"
+        if saved.is_file():
+            fields = json.loads(saved.read_text())
+            result = subprocess.CompletedProcess(**fields)
+            return BookBuild(result, shared / "_build" / "html")
+        build = _build_book(shared)
+        saved.write_text(json.dumps({"args": build.result.args,
+                                     "returncode": build.result.returncode,
+                                     "stdout": build.result.stdout,
+                                     "stderr": build.result.stderr}))
+        return build
+
+
+def _build_book(out):
+    """``jupyter-book build -W -n --keep-going`` of the book into the folder ``out``."""
     command = [_jupyter_book(), "build", "-W", "-n", "--keep-going",
                "--path-output", str(out), str(ROOT)]
     env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1")
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     return BookBuild(result, out / "_build" / "html")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep each file's tests on one pytest-xdist worker (``--dist loadgroup``).
+
+    A notebook's cells run in order in one kernel, and module fixtures (a graded
+    class, the browser survey) are built once: so every test belongs to the group
+    of its file, unless it names a group of its own with
+    ``@pytest.mark.xdist_group`` (the per-notebook student runs do, so that they
+    spread over the workers).
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
