@@ -240,6 +240,15 @@ def test_metadata_and_attachments_of_solutions_do_not_survive():
     assert "secret" not in _text(student)
 
 
+def test_figure_captions_labels_and_alt_text_survive():
+    figure = {"figure": {"caption": "The loss.", "name": "fig-a-loss"},
+              "image": {"alt": "A falling curve."}}
+    code = new_code_cell("plot()", metadata={"mystnb": dict(figure, remove_code_source=True),
+                                             "tags": ["hide-input"]})
+    student = homework.split_solutions(_notebook(code)).notebook
+    assert dict(student.cells[0].metadata) == {"tags": ["hide-input"], "mystnb": figure}
+
+
 def test_outputs_after_the_first_solution_are_cleared():
     before = new_code_cell("print('figure')", execution_count=1,
                            outputs=[new_output("stream", text="figure\n")])
@@ -300,6 +309,12 @@ def test_student_html_config_hides_solutions_and_keeps_the_rest():
     assert config["sphinx"]["config"]["hide_solutions"] is True
     assert config["sphinx"]["config"]["nitpicky"] is True
     assert config["bibtex_bibfiles"] == ["book/references.bib"]
+
+
+def test_student_html_has_no_launch_buttons_that_open_the_solutions():
+    config = homework.student_html_config(ROOT / "_config.yml")
+    assert not any(config["launch_buttons"].get(key)
+                   for key in ("binderhub_url", "colab_url", "jupyterhub_url"))
 
 
 # --------------------------------------------------------------------- the Chapter 5 check

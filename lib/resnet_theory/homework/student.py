@@ -46,6 +46,9 @@ __all__ = [
 NOTEBOOK_METADATA_KEPT = ("kernelspec", "language_info")
 #: The cell-level metadata a student edition keeps.
 CELL_METADATA_KEPT = ("tags", "jupyter", "editable", "deletable", "slideshow")
+#: The parts of myst-nb's cell metadata (``mystnb``) a student edition keeps: a
+#: figure's number label and caption, and an image's alt text.
+MYSTNB_METADATA_KEPT = ("figure", "image")
 
 # The opening line of a MyST directive: a fence of >= 3 backticks or colons and {name}.
 _OPENING = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[a-zA-Z0-9_-]+)\}(?P<arg>.*)$")
@@ -173,8 +176,12 @@ def _student_cell(cell, source, clear_outputs):
     """A copy of ``cell`` with ``source``, allow-listed metadata and used attachments."""
     new = copy.deepcopy(cell)
     new.source = source
-    new.metadata = nbformat.from_dict(
-        {k: v for k, v in cell.get("metadata", {}).items() if k in CELL_METADATA_KEPT})
+    metadata = {k: v for k, v in cell.get("metadata", {}).items() if k in CELL_METADATA_KEPT}
+    mystnb = {k: v for k, v in cell.get("metadata", {}).get("mystnb", {}).items()
+              if k in MYSTNB_METADATA_KEPT}
+    if mystnb:
+        metadata["mystnb"] = mystnb
+    new.metadata = nbformat.from_dict(metadata)
     if "attachments" in new:
         used = set(_ATTACHMENT.findall(source))
         new.attachments = {k: v for k, v in new.attachments.items() if k in used}
@@ -215,7 +222,8 @@ def split_solutions(notebook, where="notebook"):
     inside a markdown cell; a cell left empty is dropped. Directive fences follow
     MyST: three or more backticks or colons, closed by a fence of the same
     character at least as long. In what stays, the notebook metadata is reduced to
-    :data:`NOTEBOOK_METADATA_KEPT`, cell metadata to :data:`CELL_METADATA_KEPT`,
+    :data:`NOTEBOOK_METADATA_KEPT`, cell metadata to :data:`CELL_METADATA_KEPT`
+    (and myst-nb's figure and image settings, :data:`MYSTNB_METADATA_KEPT`),
     attachments to those the kept text references, and code cells after the first
     solution lose their outputs (they were computed with the solutions in the
     kernel).
@@ -488,8 +496,9 @@ def student_html_config(config_path):
     -------
     dict
         The same configuration with ``sphinx.config.hide_solutions`` set to true
-        (sphinx-exercise then drops every ``{solution}`` directive) and the title
-        marked as the student edition.
+        (sphinx-exercise then drops every ``{solution}`` directive), no launch
+        buttons (Binder and Colab would open the repository's notebooks, which
+        hold the solutions) and the title marked as the student edition.
 
     Examples
     --------
@@ -499,6 +508,8 @@ def student_html_config(config_path):
     >>> config = student_html_config(path)
     >>> config["sphinx"]["config"]["hide_solutions"], config["sphinx"]["config"]["numfig"]
     (True, True)
+    >>> config["launch_buttons"]["colab_url"], config["launch_buttons"]["binderhub_url"]
+    ('', '')
     """
     import yaml
 
@@ -507,6 +518,9 @@ def student_html_config(config_path):
     config["sphinx"] = sphinx
     sphinx.setdefault("config", {})
     sphinx["config"]["hide_solutions"] = True
+    # The launch buttons open the repository's notebooks, solutions included: the
+    # student edition has none (its .ipynb download serves the student notebook).
+    config["launch_buttons"] = {"binderhub_url": "", "colab_url": "", "jupyterhub_url": ""}
     config["title"] = f"{config.get('title', 'Book')} (student edition)"
     return config
 
