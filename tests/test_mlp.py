@@ -15,6 +15,7 @@ from resnet_theory.mlp import (
     layer_gradient_norms,
     loss_and_gradient,
     train,
+    train_at_rates,
 )
 
 FIELDS = ("w_in", "b_in", "u", "b", "v", "w_out", "b_out")
@@ -271,3 +272,52 @@ def test_normalization_adds_no_parameters():
 def test_init_rejects_unknown_normalization():
     with pytest.raises(ValueError, match="normalization"):
         _net(normalization="group")
+
+
+# ------------------------------------------------------------ train_at_rates
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("normalization", [None, "batch", "layer"])
+def test_train_at_rates_gives_the_runs_of_train(residual, normalization):
+    x, y, _ = _data(n=9)
+    net = _net(residual, "relu", depth=4, normalization=normalization)
+    rates = [30.0, 0.3, 0.05, 0.01]
+    runs = train_at_rates(net, x, y, steps=25, learning_rates=rates, record_every=4)
+    for rate, run in zip(rates, runs, strict=True):
+        try:
+            single = train(net, x, y, steps=25, learning_rate=rate, record_every=4)
+        except DivergenceError:
+            assert run is None, rate
+            continue
+        assert run is not None, rate
+        np.testing.assert_array_equal(run.steps, single.steps)
+        np.testing.assert_allclose(run.losses, single.losses, rtol=1e-10)
+        for name in FIELDS:
+            if getattr(net, name) is not None:
+                np.testing.assert_allclose(getattr(run.net, name),
+                                           getattr(single.net, name),
+                                           rtol=1e-9, atol=1e-12)
+    assert runs[0] is None  # a step of 30 diverges
+
+
+def test_train_at_rates_keeps_a_frozen_read_out():
+    x, y, _ = _data()
+    net = _net(True, "tanh", train_output=False)
+    (run,) = train_at_rates(net, x, y, steps=5, learning_rates=[0.1])
+    np.testing.assert_array_equal(run.net.w_out, net.w_out)
+    single = train(net, x, y, steps=5, learning_rate=0.1)
+    np.testing.assert_allclose(run.losses, single.losses, rtol=1e-10)
+
+
+@pytest.mark.parametrize("rates", [[], [0.1, -1.0], [0.0], [[0.1]], ["a"]])
+def test_train_at_rates_rejects_bad_learning_rates(rates):
+    x, y, _ = _data()
+    with pytest.raises((ValueError, TypeError), match="learning_rates"):
+        train_at_rates(_net(), x, y, steps=3, learning_rates=rates)
+
+
+def test_train_at_rates_rejects_labels():
+    x, _, labels = _data()
+    with pytest.raises(ValueError, match="y"):
+        train_at_rates(_net(), x, labels, steps=3, learning_rates=[0.1])

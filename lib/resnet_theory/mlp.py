@@ -80,6 +80,7 @@ __all__ = [
     "layer_gradient_norms",
     "accuracy",
     "train",
+    "train_at_rates",
 ]
 
 _ACTIVATIONS = ("relu", "tanh", "sigmoid")
@@ -610,3 +611,188 @@ def train(net, x, y, *, steps, learning_rate, rng=None, batch_size=None, loss="m
             recorded_steps.append(step)
             losses.append(value)
     return TrainingRun(steps=np.array(recorded_steps), losses=np.array(losses), net=current())
+
+
+def _stacked_forward(params, x, sigma, kind, residual):
+    """Forward pass of R networks at once; params hold arrays with a leading axis R."""
+    w_in, b_in, u, b = params["w_in"], params["b_in"], params["u"], params["b"]
+    hs, zs, acts, inv_stds = [x @ w_in.transpose(0, 2, 1) + b_in[:, None, :]], [], [], []
+    axis = None if kind is None else _NORM_AXIS[kind] + 1
+    for j in range(u.shape[1]):
+        z = hs[-1] @ u[:, j].transpose(0, 2, 1) + b[:, j, None, :]
+        if kind is not None:
+            centred = z - z.mean(axis=axis, keepdims=True)
+            inv_std = 1.0 / np.sqrt(np.mean(centred**2, axis=axis, keepdims=True)
+                                    + _NORM_EPS)
+            z = centred * inv_std
+            inv_stds.append(inv_std)
+        a = sigma(z)
+        zs.append(z)
+        acts.append(a)
+        hs.append(hs[-1] + a @ params["v"][:, j].transpose(0, 2, 1) if residual else a)
+    out = hs[-1] @ params["w_out"].transpose(0, 2, 1) + params["b_out"][:, None, :]
+    return out, (hs, zs, acts, inv_stds)
+
+
+def _stacked_gradient(params, x, y, net, sigma, dsigma):
+    """Losses (shape (R,)) and gradients of R networks at once (mean squared error)."""
+    kind, residual = net.normalization, net.residual
+    n = x.shape[0]
+    out, (hs, zs, acts, inv_stds) = _stacked_forward(params, x, sigma, kind, residual)
+    error = out - y
+    losses = 0.5 * np.sum(error**2, axis=(1, 2)) / n
+    delta_out = error / n
+    grads = {}
+    if net.train_output:
+        grads["w_out"] = delta_out.transpose(0, 2, 1) @ hs[-1]
+        grads["b_out"] = delta_out.sum(axis=1)
+    delta = delta_out @ params["w_out"]
+    u = params["u"]
+    g_u, g_b = np.empty_like(u), np.empty_like(params["b"])
+    g_v = np.empty_like(params["v"]) if residual else None
+    axis = None if kind is None else _NORM_AXIS[kind] + 1
+    for j in reversed(range(u.shape[1])):
+        if residual:
+            g_v[:, j] = delta.transpose(0, 2, 1) @ acts[j]
+            dz = (delta @ params["v"][:, j]) * dsigma(zs[j], acts[j])
+        else:
+            dz = delta * dsigma(zs[j], acts[j])
+        if kind is not None:
+            z_hat = zs[j]
+            dz = inv_stds[j] * (dz - dz.mean(axis=axis, keepdims=True)
+                                - z_hat * np.mean(dz * z_hat, axis=axis, keepdims=True))
+        g_u[:, j] = dz.transpose(0, 2, 1) @ hs[j]
+        g_b[:, j] = dz.sum(axis=1)
+        delta = delta + dz @ u[:, j] if residual else dz @ u[:, j]
+    grads.update(w_in=delta.transpose(0, 2, 1) @ x, b_in=delta.sum(axis=1), u=g_u, b=g_b)
+    if residual:
+        grads["v"] = g_v
+    return losses, grads
+
+
+def train_at_rates(net, x, y, *, steps, learning_rates, record_every=1):
+    r"""Full-batch gradient descent from ``net`` at several learning rates at once.
+
+    The result for each rate is, up to rounding, that of
+    ``train(net, x, y, steps=steps, learning_rate=rate, record_every=record_every)``
+    (mean squared error, full batch, no momentum or weight decay), but the
+    copies of the network are stacked along a new first axis and trained
+    together, which is several times faster for small networks. A copy whose
+    loss becomes non-finite, or exceeds :math:`10^6` times its initial value
+    at a recorded step, is dropped: where :func:`train` would raise
+    :class:`resnet_theory.DivergenceError`, this function returns ``None``.
+
+    Parameters
+    ----------
+    net : MLP
+        The initial network (not modified), shared by all rates.
+    x, y : array_like
+        Training inputs, shape (n, d), and targets, shape (n, c).
+    steps : int
+        Number of updates.
+    learning_rates : sequence of float
+        The step sizes :math:`\eta > 0`.
+    record_every : int, optional
+        Record the full training loss every this many steps (and at the end).
+
+    Returns
+    -------
+    list of TrainingRun or None
+        One entry per learning rate, in the given order; ``None`` for a run
+        that diverged.
+
+    Raises
+    ------
+    ValueError, TypeError
+        On invalid arguments, naming them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from resnet_theory.mlp import init_mlp, train, train_at_rates
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(32, 2))
+    >>> y = np.sin(x[:, :1])
+    >>> net = init_mlp(2, 8, 4, 1, residual=True, rng=rng)
+    >>> runs = train_at_rates(net, x, y, steps=50, learning_rates=[0.1, 1e3])
+    >>> single = train(net, x, y, steps=50, learning_rate=0.1)
+    >>> bool(np.allclose(runs[0].losses, single.losses)), runs[1] is None
+    (True, True)
+    """
+    net = _check_net(net)
+    x = _check_x(net, x)
+    y = _check_targets(net, x, y, "mse")
+    steps = _v.positive_int(steps, "steps")
+    record_every = _v.positive_int(record_every, "record_every")
+    try:
+        rates = np.atleast_1d(np.asarray(learning_rates, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError("learning_rates must be a sequence of numbers") from None
+    if rates.ndim != 1 or rates.size == 0:
+        raise ValueError("learning_rates must be a non-empty sequence of numbers")
+    for rate in rates:
+        _v.positive(float(rate), "learning_rates")
+    sigma, dsigma = _activation(net.activation)
+    names = ["w_in", "b_in", "u", "b"] + (["v"] if net.residual else [])
+    names += ["w_out", "b_out"] if net.train_output else []
+    all_names = ["w_in", "b_in", "u", "b", "v", "w_out", "b_out"]
+    count = rates.size
+    params = {name: np.repeat(getattr(net, name)[None], count, axis=0)
+              for name in all_names if getattr(net, name) is not None}
+    active = np.arange(count)
+    initial = _value(net, x, y, "mse")
+    if not np.isfinite(initial):
+        raise DivergenceError("net: the loss at initialisation is not finite "
+                              "(weights too large)")
+    history = [[initial] for _ in range(count)]
+    recorded = [0]
+    limit = 1e6 * max(initial, 1e-12)
+
+    def keep(mask):
+        nonlocal active
+        active = active[mask]
+        for name in params:
+            params[name] = params[name][mask]
+
+    with np.errstate(all="ignore"):
+        for step in range(1, steps + 2):
+            losses, grads = _stacked_gradient(params, x, y, net, sigma, dsigma)
+            previous = step - 1
+            is_record = previous > 0 and (previous % record_every == 0
+                                          or previous == steps)
+            ok = np.isfinite(losses)
+            for name in grads:
+                ok &= np.all(np.isfinite(grads[name]), axis=tuple(
+                    range(1, grads[name].ndim)))
+            if is_record:
+                ok_record = np.isfinite(losses) & (losses <= limit)
+                for i, value in zip(active[ok_record], losses[ok_record], strict=True):
+                    history[i].append(float(value))
+                ok = ok_record if previous == steps else ok & ok_record
+            if previous == steps:
+                for i in active[~ok]:
+                    history[i] = None
+                keep(ok)
+                break
+            for i in active[~ok]:
+                history[i] = None
+            if not ok.all():
+                grads = {name: g[ok] for name, g in grads.items()}
+                keep(ok)
+            if active.size == 0:
+                break
+            if is_record:
+                recorded.append(previous)
+            step_sizes = rates[active]
+            for name in names:
+                g = grads[name]
+                params[name] -= step_sizes.reshape((-1,) + (1,) * (g.ndim - 1)) * g
+    if steps not in recorded:
+        recorded.append(steps)
+    runs = [None] * count
+    for position, i in enumerate(active):
+        trained = dataclasses.replace(
+            net, **{name: params[name][position] for name in params})
+        runs[i] = TrainingRun(steps=np.array(recorded), losses=np.array(history[i]),
+                              net=trained)
+    return runs
