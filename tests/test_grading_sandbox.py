@@ -30,6 +30,54 @@ LATE_WRITE = ("import time; time.sleep(3); open({victim!r}, 'w').write('late'); 
               "time.sleep(300)")
 
 
+# Issue 23, item 2: write a forged, well-formed result to the standard output of every
+# process the kernel can see (the driver's, in the old design), then stop and kill
+# them all. The driver runs in another sandbox: it is not among them, and the real
+# status ("error", from the next cell) comes back.
+FORGE_STATUS = """import json, os, signal
+frame = json.dumps({"mac": "0" * 64, "payload": {"status": "ok", "answers": {},
+                    "reason": '=HYPERLINK("http://evil.example","click")'}})
+seen = []
+for pid in os.listdir('/proc'):
+    if not pid.isdigit() or int(pid) == os.getpid():
+        continue
+    try:
+        seen.append(open(f'/proc/{pid}/cmdline', 'rb').read())
+    except OSError:
+        pass
+    for fd in ('1', '2'):
+        try:
+            with open(f'/proc/{pid}/fd/{fd}', 'a') as handle:
+                handle.write(frame + "\\n")
+        except OSError:
+            pass
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        try:
+            os.kill(int(pid), sig)
+        except OSError:
+            pass
+assert not any(b'_execute' in cmdline for cmdline in seen), seen"""
+
+# Issue 23, item 3: / and /dev are read-only, /dev/shm is small, no new user namespace.
+READ_ONLY = """import ctypes, os
+wrote = []
+for path in ('/x', '/dev/x', '/usr/x', '/etc/x'):
+    try:
+        open(path, 'w').write('x')
+        wrote.append(path)
+    except OSError:
+        pass
+try:
+    open('/dev/shm/big', 'wb').write(bytes(50_000_000))
+    wrote.append('/dev/shm 50 MB')
+except OSError:
+    pass
+if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:
+    wrote.append('a new user namespace')
+open('/dev/null', 'w').write('x')  # devices still work
+assert not wrote, wrote"""
+
+
 def _attempt(code):
     """A cell that tries ``code`` and goes on whatever happens (so the run stays ok)."""
     body = "\n".join("    " + line for line in code.splitlines())
@@ -81,6 +129,8 @@ def hostile(bwrap, tmp_path_factory):
             f"subprocess.Popen(['sh', '-c', 'sleep 300', {MARKER!r}], start_new_session=True)"],
         "hogs_memory.ipynb": ["block = bytearray(8 * 2**30)"],
         "hogs_disk.ipynb": ["open('big.bin', 'wb').write(bytes(20_000_000))"],
+        "forges_status.ipynb": [FORGE_STATUS, "raise RuntimeError('boom')"],
+        "read_only.ipynb": [READ_ONLY],
     }
     for name, sources in notebooks.items():
         nbformat.write(new_notebook(cells=[EXERCISE, *map(new_code_cell, sources)],
@@ -157,15 +207,45 @@ def test_memory_and_file_size_are_limited(hostile):
     assert "File too large" in grades["hogs_disk.ipynb"].reason
 
 
+def test_a_forged_result_and_killed_processes_do_not_change_the_status(hostile):
+    grade = hostile["grades"]["forges_status.ipynb"]
+    assert (grade.status, grade.reason) == ("error", "cell 2 raised RuntimeError: boom")
+    assert "HYPERLINK" not in (hostile["folder"] / "grades.csv").read_text()
+
+
+def test_root_and_dev_are_read_only_and_dev_shm_is_small(hostile):
+    grade = hostile["grades"]["read_only.ipynb"]
+    assert grade.status == "ok", grade.reason
+
+
 def test_the_sandbox_command_isolates_network_processes_and_files(bwrap):
-    line = homework.sandbox.bwrap_command(bwrap, "/scratch/x", ["true"])
+    line = homework.sandbox.bwrap_command(bwrap, ["true"],
+                                          writable=[("/scratch/x", "/submission")])
     for flag in ("--unshare-net", "--unshare-pid", "--unshare-user", "--die-with-parent",
-                 "--new-session", "--clearenv"):
+                 "--new-session", "--clearenv", "--disable-userns"):
         assert flag in line
     assert line[line.index("--cap-drop") + 1] == "ALL"
     writable = [line[i + 1] for i, arg in enumerate(line) if arg == "--bind"]
     assert writable == ["/scratch/x"]
-    assert line[line.index("--tmpfs") - 2:line.index("--tmpfs") + 2][0] == "--size"
+    sizes = [line[i + 1:i + 4] for i, arg in enumerate(line) if arg == "--size"]
+    assert [s[1:] for s in sizes] == [["--tmpfs", "/dev/shm"], ["--tmpfs", "/tmp"]]
+    remounted = [line[i + 1] for i, arg in enumerate(line) if arg == "--remount-ro"]
+    assert remounted == ["/dev", "/"]
+    assert line.index("--remount-ro", line.index("--bind")) > line.index("--bind")
+
+
+def test_the_driver_and_the_kernel_run_in_separate_sandboxes(bwrap, tmp_path):
+    from resnet_theory.homework import sandbox
+
+    limits = homework.Limits(timeout=10)
+    kernel = sandbox.kernel_command(bwrap, tmp_path, limits, 7)
+    driver = sandbox.driver_command(bwrap, tmp_path, limits, 8)
+    assert kernel[0] == driver[0] == bwrap
+    kernel_writable = [kernel[i + 1] for i, arg in enumerate(kernel) if arg == "--bind"]
+    assert kernel_writable == [str(tmp_path / "box"), str(tmp_path / "sockets")]
+    assert "--bind" not in driver  # the driver's view of the sockets is read-only
+    assert str(tmp_path / "control") not in " ".join(kernel)
+    assert sandbox.OUTER_MARGIN == 60
 
 
 # ------------------------------------------------------------------ without a sandbox

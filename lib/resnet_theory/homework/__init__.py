@@ -33,13 +33,21 @@ from . import grading as _grading
 from . import student as _student
 from .cli import main
 from .grading import (
+    Assignment,
+    GradingInterrupted,
     NotebookGrade,
+    Submission,
+    collect_submissions,
     grade_folder,
     grade_notebook,
     load_answer,
+    load_assignment,
+    merge_marks,
+    write_gradebook,
     write_grades,
+    write_written_answers,
 )
-from .sandbox import Limits, SandboxUnavailable, find_bwrap
+from .sandbox import Limits, SandboxUnavailable, find_bwrap, find_cgroups
 from .student import (
     Solution,
     StudentEdition,
@@ -59,6 +67,8 @@ CELL_METADATA_KEPT = _student.CELL_METADATA_KEPT
 #: The sandbox modes of :func:`grade_folder`: ``"auto"`` (bubblewrap when it works,
 #: else a loud warning), ``"require"`` (refuse without it), ``"off"`` (never).
 SANDBOX_MODES = _grading.SANDBOX_MODES
+#: The cgroup modes of :func:`grade_folder` (same meanings, for a cgroup per submission).
+CGROUP_MODES = _grading.CGROUP_MODES
 
 __all__ = [
     "NOTEBOOK_METADATA_KEPT",
@@ -76,10 +86,20 @@ __all__ = [
     "grade_notebook",
     "grade_folder",
     "write_grades",
+    "write_gradebook",
+    "write_written_answers",
+    "merge_marks",
+    "collect_submissions",
+    "load_assignment",
+    "Assignment",
+    "Submission",
+    "GradingInterrupted",
     "load_answer",
+    "find_cgroups",
     "Limits",
     "SandboxUnavailable",
     "SANDBOX_MODES",
+    "CGROUP_MODES",
     "find_bwrap",
     "main",
 ]

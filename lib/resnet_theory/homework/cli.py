@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from .grading import grade_folder
+from .grading import GradingInterrupted, default_assignment, grade_folder, merge_marks
 from .sandbox import Limits, SandboxUnavailable, driver_main
 from .student import build_student_html, solution_only_names, write_student_editions
 
@@ -24,8 +24,22 @@ def _parser():
     student.add_argument("--html", default=None,
                          help="also build the student HTML book into this folder")
     student.add_argument("--strict", action="store_true", help="HTML build with -W")
-    grade = commands.add_parser("grade", help="grade a folder of submitted notebooks")
+    grade = commands.add_parser(
+        "grade", help="grade a folder of submitted notebooks",
+        description="Grade every notebook in FOLDER: notebooks at its top level (the "
+                    "student is the part of the file name before the assignment's notebook "
+                    "name, e.g. alice_example_one.ipynb, else the file name) and/or one "
+                    "folder per student. Writes grades.csv, gradebook.csv, feedback/, "
+                    "written-answers/ and manual-marks.csv.")
     grade.add_argument("folder")
+    grade.add_argument("--assignment", default=None,
+                       help="the notebook or folder of notebooks whose exercises count "
+                            "(default: the book)")
+    grade.add_argument("--pattern", default=None,
+                       help="regular expression with the groups student and notebook for "
+                            "top-level file names, e.g. '(?P<student>[^_]+)_(?P<notebook>.+)'")
+    grade.add_argument("--out", default=None,
+                       help="write the results here (default: the submissions folder)")
     grade.add_argument("--timeout", type=float, default=180.0,
                        help="seconds per notebook (default: 180)")
     grade.add_argument("--max-output-mb", type=float, default=5.0,
@@ -33,27 +47,63 @@ def _parser():
     grade.add_argument("--jobs", "-j", type=int, default=None,
                        help="notebooks graded at once (default: the number of cores)")
     grade.add_argument("--memory-mb", type=float, default=Limits.memory_bytes / 2**20,
-                       help="address space per process in MiB (default: 4096)")
+                       help="memory per submission in MiB (default: 4096)")
     grade.add_argument("--max-answer-mb", type=float, default=Limits.answer_bytes / 1e6,
                        help="largest exported answer in MB (default: 1)")
+    grade.add_argument("--max-notebook-mb", type=float, default=Limits.notebook_bytes / 1e6,
+                       help="largest submitted file graded, in MB (default: 20)")
+    grade.add_argument("--allow-root", action="store_true",
+                       help="grade even as root (for CI tests in a throwaway container)")
     mode = grade.add_mutually_exclusive_group()
     mode.add_argument("--require-sandbox", dest="sandbox", action="store_const",
                       const="require", default="auto",
                       help="refuse to grade when bubblewrap (bwrap) is missing or broken")
     mode.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
                       help="do not use bubblewrap even when it is installed")
+    groups = grade.add_mutually_exclusive_group()
+    groups.add_argument("--require-cgroups", dest="cgroups", action="store_const",
+                        const="require", default="auto",
+                        help="refuse to grade without a cgroup per submission")
+    groups.add_argument("--no-cgroups", dest="cgroups", action="store_const", const="off",
+                        help="no cgroup per submission")
+    merge = commands.add_parser("merge-marks",
+                                help="merge manual-marks.csv into gradebook.csv")
+    merge.add_argument("folder", help="where gradebook.csv is")
+    merge.add_argument("--marks", default=None,
+                       help="the filled-in marks (default: <folder>/manual-marks.csv)")
     execute = commands.add_parser("_execute", help=argparse.SUPPRESS)
-    execute.add_argument("notebook")
+    execute.add_argument("--notebook", required=True)
+    execute.add_argument("--export-folder", required=True)
     execute.add_argument("--timeout", type=float, required=True)
     execute.add_argument("--max-output-bytes", type=int, required=True)
-    execute.add_argument("--memory-bytes", type=int, required=True)
-    execute.add_argument("--file-bytes", type=int, required=True)
     execute.add_argument("--answer-bytes", type=int, required=True)
-    execute.add_argument("--cpu-seconds", type=int, required=True)
-    execute.add_argument("--processes", type=int, default=None)
-    execute.add_argument("--pid-file", default=None)
-    execute.add_argument("--labels", default="{}")
+    execute.add_argument("--alive-fd", type=int, required=True)
     return parser
+
+
+def _grade(args):
+    assignment = args.assignment or default_assignment()
+    out = Path(args.out) if args.out else Path(args.folder)
+    try:
+        limits = Limits(timeout=args.timeout,
+                        max_output_bytes=int(args.max_output_mb * 1e6),
+                        memory_bytes=int(args.memory_mb * 2**20),
+                        answer_bytes=int(args.max_answer_mb * 1e6),
+                        notebook_bytes=int(args.max_notebook_mb * 1e6))
+        grades = grade_folder(args.folder, limits=limits, echo=True, jobs=args.jobs,
+                              sandbox=args.sandbox, cgroups=args.cgroups,
+                              assignment=assignment, pattern=args.pattern, out=out,
+                              allow_root=args.allow_root)
+    except GradingInterrupted as stopped:
+        print(f"interrupted: {len(stopped.grades)} rows written to {out / 'grades.csv'}",
+              file=sys.stderr)
+        return 130
+    except (ValueError, OSError, SandboxUnavailable) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {out / 'grades.csv'}, {out / 'gradebook.csv'} and the feedback of "
+          f"{len({g.student for g in grades})} students in {out / 'feedback'}")
+    return 0
 
 
 def main(argv: Iterable[str] | None = None):
@@ -78,20 +128,16 @@ def main(argv: Iterable[str] | None = None):
     args = _parser().parse_args(None if argv is None else list(argv))
     if args.command == "_execute":
         return driver_main(args)
-    if args.command == "grade":
+    if args.command == "merge-marks":
         try:
-            limits = Limits(timeout=args.timeout,
-                            max_output_bytes=int(args.max_output_mb * 1e6),
-                            memory_bytes=int(args.memory_mb * 2**20),
-                            answer_bytes=int(args.max_answer_mb * 1e6))
-            grades = grade_folder(args.folder, limits=limits, echo=True, jobs=args.jobs,
-                                  sandbox=args.sandbox)
-        except (ValueError, SandboxUnavailable) as error:
+            path = merge_marks(args.folder, args.marks)
+        except (ValueError, OSError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-        print(f"wrote {Path(args.folder) / 'grades.csv'} and {len(grades)} feedback files "
-              f"in {Path(args.folder) / 'feedback'}")
+        print(f"wrote {path}")
         return 0
+    if args.command == "grade":
+        return _grade(args)
     root = Path(args.root)
     out = Path(args.out) if args.out else root / "_build" / "student"
     editions = write_student_editions(root / "book", out)
