@@ -696,7 +696,11 @@ def kernel_bootstrap(connection_file, limits, sync_fd=None, processes=True):
     if processes:
         settings.append(("RLIMIT_NPROC", int(limits.processes)))
     return f"""
-import os, resource, runpy, sys
+import ctypes, os, resource, runpy, sys
+try:
+    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG SIGKILL: dies with the grader
+except (OSError, AttributeError):
+    pass
 for name, value in {settings!r}:
     kind = getattr(resource, name)
     hard = resource.getrlimit(kind)[1]
@@ -1112,11 +1116,14 @@ def safe_error(ename, evalue):
 
 
 def _prctl_not_dumpable():
-    """``prctl(PR_SET_DUMPABLE, 0)``: no ``/proc/<pid>/mem`` or ``fd`` for the same user."""
+    """``prctl(PR_SET_DUMPABLE, 0)``: no ``/proc/<pid>/mem`` or ``fd`` for the same user;
+    and ``PR_SET_PDEATHSIG``: the driver dies with the grader."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 

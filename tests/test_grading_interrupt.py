@@ -1,0 +1,124 @@
+"""Interrupting the grader loses nothing that was graded (issue 23, item 5).
+
+A class of three runs with one job: the first notebook finishes at once, the
+second sleeps, the third waits its turn. The grader runs as a separate process
+(``python -m resnet_theory.homework grade``). Killed with SIGKILL after the first
+row, it leaves ``grades.csv`` with that row (the stale file of an earlier run is
+gone) and its scratch folders, which the next run removes. Stopped with SIGINT,
+it stops the running sandbox, writes ``grades.csv``, the grade book and the
+feedback of what was done, leaves no scratch folder and exits with status 130.
+"""
+
+import csv
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from resnet_theory.homework import sandbox
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+EXERCISE = new_markdown_cell("```{exercise} Depth\n:label: ex-shamir-trap-depth\nCompute it.\n```")
+MARKER = f"resnet-theory-interrupt-test-{uuid.uuid4().hex}"
+
+
+def _class(base):
+    assignment, folder = base / "nb.ipynb", base / "submissions"
+    nbformat.write(new_notebook(cells=[EXERCISE], metadata={"kernelspec": KERNELSPEC}),
+                   assignment)
+    cells = {"s1": "ex_shamir_trap_depth_answer = 0.5",
+             "s2": f"import time\nmarker = {MARKER!r}\ntime.sleep(600)",
+             "s3": "ex_shamir_trap_depth_answer = 0.25"}
+    for student, source in cells.items():
+        (folder / student).mkdir(parents=True)
+        nbformat.write(new_notebook(cells=[EXERCISE, new_code_cell(source)],
+                                    metadata={"kernelspec": KERNELSPEC}),
+                       folder / student / "nb.ipynb")
+    (folder / "grades.csv").write_text("notebook,status\nstale,ok\n")
+    return assignment, folder
+
+
+def _start(assignment, folder):
+    command = [sys.executable, "-m", "resnet_theory.homework", "grade", str(folder),
+               "--assignment", str(assignment), "--jobs", "1", "--timeout", "600",
+               "--allow-root"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_for_row(folder, name, process, limit=240):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        text = (folder / "grades.csv").read_text() if (folder / "grades.csv").exists() else ""
+        if name in text:
+            time.sleep(3)  # the next notebook's sandbox is starting
+            return text
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.5)
+    pytest.fail(f"no row for {name} after {limit} s")
+
+
+def _scratch_of(pid):
+    found = []
+    for entry in sandbox.scratch_root().iterdir():
+        try:
+            if (entry / "owner").read_text().split()[0] == str(pid):
+                found.append(entry)
+        except (OSError, IndexError):
+            pass
+    return found
+
+
+def _survivors():
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if MARKER.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_sigkill_keeps_the_rows_done_and_the_next_run_cleans_up(tmp_path):
+    assignment, folder = _class(tmp_path)
+    process = _start(assignment, folder)
+    text = _wait_for_row(folder, "s1/nb.ipynb", process)
+    process.kill()
+    process.communicate()
+    rows = list(csv.reader(text.splitlines()))
+    assert rows[0] == ["notebook", "status", "reason", "score", "ex-shamir-trap-depth"]
+    assert [row[0] for row in rows[1:]] == ["s1/nb.ipynb"]  # not the stale row
+    left = _scratch_of(process.pid)
+    assert left, "the killed grader left no scratch folder: nothing to clean"
+    (folder / "s2" / "nb.ipynb").unlink()  # the next run is quick
+    again = _start(assignment, folder)
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    assert "scratch folder(s) left by a grader that was killed" in err
+    assert not any(path.exists() for path in left)
+
+
+def test_sigint_stops_the_sandboxes_and_writes_what_is_done(tmp_path):
+    assignment, folder = _class(tmp_path)
+    process = _start(assignment, folder)
+    _wait_for_row(folder, "s1/nb.ipynb", process)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    with open(folder / "grades.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert [row[0] for row in rows[1:]] == ["s1/nb.ipynb"]
+    assert (folder / "feedback" / "s1.txt").is_file()
+    assert "INTERRUPTED: graded 1 of 3 notebooks" in out
+    with open(folder / "gradebook.csv", newline="") as handle:
+        book = {row[0]: row for row in csv.reader(handle)}
+    assert "s1" in book
+    assert _scratch_of(process.pid) == []
+    assert _survivors() == []
