@@ -55,7 +55,7 @@ help:
 	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
 	@echo "make test-portable  re-run every notebook under nbval with the OpenBLAS"
 	@echo "               kernels of other CPUs ($(PORTABLE_CORETYPES))"
-	@echo "make lab    open the notebooks in JupyterLab"
+	@echo "make lab [LAB_PORT=8888]  open the notebooks in JupyterLab (MyST rendered)"
 	@echo "make lint   ruff over the library and tests"
 	@echo "make notebooks [NB=<path>]  re-execute the notebooks in place (fresh kernel,"
 	@echo "               top to bottom, no timings stored), then check them with make test"
@@ -87,8 +87,30 @@ test-portable: $(STAMP)
 		OPENBLAS_CORETYPE=$$core $(PYTEST) book; \
 	done
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab book/
+# JupyterLab settings for `make lab`: the chapters' .md pages open rendered (by
+# jupyterlab-myst, like the notebooks' markdown), and no news pop-up.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+define LAB_OVERRIDES
+{
+  "@jupyterlab/docmanager-extension:plugin": {
+    "defaultViewers": {"markdown": "Markdown Preview"}
+  },
+  "@jupyterlab/apputils-extension:notification": {
+    "fetchNews": "false", "checkForUpdates": false
+  }
+}
+endef
+export LAB_OVERRIDES
+LAB_PORT ?= 8888
+# Jupyter refuses to run as root without --allow-root (containers, CI images).
+LAB_FLAGS := --port=$(LAB_PORT) $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+
+$(LAB_SETTINGS): Makefile $(STAMP)
+	@mkdir -p $(dir $@)
+	@echo "$$LAB_OVERRIDES" > $@
+
+lab: $(STAMP) $(LAB_SETTINGS)
+	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=book
 
 notebooks: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
