@@ -124,6 +124,22 @@ def test_the_cpu_share_is_capped(capped):
     assert grade.status == "ok", grade.reason
 
 
+def test_busy_loops_are_held_to_the_cpu_quota(cgroups):
+    notebook = new_notebook(cells=[new_code_cell(
+        "import subprocess, sys, time\n"
+        "loops = [subprocess.Popen([sys.executable, '-c', 'while True: pass'], "
+        "start_new_session=True) for _ in range(4)]\n"
+        "time.sleep(5)")], metadata={"kernelspec": KERNELSPEC})
+    bwrap, _ = homework.find_bwrap()
+    limits = homework.Limits(timeout=60, cpus=0.25)
+    payload, scratch = sandbox.run_submission(nbformat.writes(notebook).encode(), "cpu.ipynb",
+                                              {}, "0" * 32, limits, bwrap=bwrap,
+                                              cgroups=cgroups)
+    sandbox.remove_scratch(scratch)
+    assert payload["status"] == "ok", payload
+    assert payload["cpu_throttled"] > 0
+
+
 def test_without_cgroups_a_warning_and_timed_out_rows_are_graded_alone(tmp_path, capsys,
                                                                         monkeypatch):
     monkeypatch.setattr(homework.grading, "find_cgroups", lambda: (None, "none here"))

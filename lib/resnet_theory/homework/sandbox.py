@@ -475,6 +475,19 @@ class _Cgroup:
                         return True
         return False
 
+    def throttled(self):
+        """How many periods the CPU quota stopped the submission (``nr_throttled``)."""
+        for folder in self.folders:
+            try:
+                text = (folder / "cpu.stat").read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key == "nr_throttled" and value.strip().isdigit():
+                    return int(value)
+        return 0
+
     def close(self):
         self.kill()
         for folder in self.folders:
@@ -805,7 +818,8 @@ def run_submission(data, name, variables, nonce, limits, *, bwrap=None, cgroups=
         :func:`export_source`, untrusted: the caller validates every entry), or
         a ``timeout`` / ``grader-error`` status when none came back, with
         ``elapsed`` (seconds) and ``out_of_memory`` (the cgroup's memory limit
-        was hit). ``scratch`` is the scratch directory; the exported answers
+        was hit) and ``cpu_throttled`` (periods the CPU quota stopped it).
+        ``scratch`` is the scratch directory; the exported answers
         are in ``scratch/box/export-<nonce>/``. The caller reads them and then
         removes it with :func:`remove_scratch`.
     """
@@ -862,6 +876,7 @@ def run_submission(data, name, variables, nonce, limits, *, bwrap=None, cgroups=
             timed_out = True
         run.stop()
         out_of_memory = run.cgroup is not None and run.cgroup.out_of_memory()
+        throttled = run.cgroup.throttled() if run.cgroup is not None else 0
         if _STOPPING.is_set():
             payload = {"status": "grader-error", "reason": "grading was interrupted",
                        "interrupted": True}
@@ -876,7 +891,7 @@ def run_submission(data, name, variables, nonce, limits, *, bwrap=None, cgroups=
             payload["reason"] = ("the submission used more than its memory limit of "
                                  f"{limits.memory_bytes / 2**20:.0f} MiB (all its processes "
                                  "together); " + str(payload.get("reason", "")))
-        payload["out_of_memory"] = out_of_memory
+        payload["out_of_memory"], payload["cpu_throttled"] = out_of_memory, throttled
         return payload, scratch
     finally:
         run.close()
