@@ -102,6 +102,14 @@ def test_a_cgroup_is_made_with_the_limits_and_removed(cgroups):
     assert not any(folder.exists() for folder in group.folders)
 
 
+def test_cgroups_left_by_a_killed_grader_are_removed(cgroups):
+    stale = [parent / "grade-999999999-deadbeef" for parent in cgroups.parents]
+    for folder in stale:
+        folder.mkdir()
+    assert cgroups.clean_stale() >= 1
+    assert not any(folder.exists() for folder in stale)
+
+
 def test_the_honest_neighbour_is_graded_correctly(capped):
     grade = capped["honest.ipynb"]
     assert grade.status == "ok", grade.reason

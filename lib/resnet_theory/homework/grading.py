@@ -1360,6 +1360,8 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
         assignment = load_assignment(assignment)
     _sandbox.reset_stop()
     stale = _sandbox.clean_stale_scratch()
+    if groups is not None:
+        groups.clean_stale()
     reserved = OUTPUT_NAMES if out.resolve() == folder.resolve() else ()
     submissions = collect_submissions(folder, assignment=assignment,
                                       limit=limits.notebook_bytes, pattern=pattern,

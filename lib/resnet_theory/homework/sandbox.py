@@ -513,6 +513,18 @@ class Cgroups:
         self.parents, self.version = [Path(p) for p in parents], version
         self.where = ", ".join(map(str, self.parents))
 
+    def clean_stale(self):
+        """Remove the cgroups of graders that are gone (killed mid-batch); return how many."""
+        removed = 0
+        for parent in self.parents:
+            for folder in parent.glob("grade-*-*"):
+                pid = folder.name.split("-")[1]
+                if pid.isdigit() and _start_time(int(pid)) is None:
+                    group = _Cgroup([folder], self.version)
+                    group.close()
+                    removed += not folder.exists()
+        return removed
+
     def create(self, limits):
         name = f"grade-{os.getpid()}-{secrets.token_hex(6)}"
         folders = []
@@ -581,19 +593,37 @@ def _mounts():
 
 
 def _ready_parent(folder, version):
-    """Make ``folder/resnet-theory-grading`` usable as a parent of submission cgroups."""
-    parent = Path(folder) / "resnet-theory-grading"
-    parent.mkdir(exist_ok=True)
+    """Make ``folder/resnet-theory-grading`` usable as a parent of submission cgroups.
+
+    On cgroup v2 a folder that holds processes cannot hand controllers to its
+    children ("no internal processes"): in a delegated scope, its processes
+    (this grader and the shell that started it) first move into a leaf
+    ``folder/resnet-theory-grader``.
+    """
+    folder = Path(folder)
+    parent = folder / "resnet-theory-grading"
     if version == 2:
         wanted = {"memory", "pids", "cpu"}
-        available = set((Path(folder) / "cgroup.controllers").read_text().split())
+        available = set((folder / "cgroup.controllers").read_text().split())
         if not wanted <= available:
             raise OSError(f"the controllers {sorted(wanted - available)} are not delegated")
-        enabled = set((Path(folder) / "cgroup.subtree_control").read_text().split())
+        enabled = set((folder / "cgroup.subtree_control").read_text().split())
         if not wanted <= enabled:
-            (Path(folder) / "cgroup.subtree_control").write_text(
-                " ".join(f"+{c}" for c in sorted(wanted - enabled)))
+            change = " ".join(f"+{c}" for c in sorted(wanted - enabled))
+            try:
+                (folder / "cgroup.subtree_control").write_text(change)
+            except OSError as error:
+                if error.errno != 16:  # EBUSY: processes live in this folder
+                    raise
+                leaf = folder / "resnet-theory-grader"
+                leaf.mkdir(exist_ok=True)
+                for pid in (folder / "cgroup.procs").read_text().split():
+                    _try_write(leaf / "cgroup.procs", pid)
+                (folder / "cgroup.subtree_control").write_text(change)
+        parent.mkdir(exist_ok=True)
         (parent / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+    else:
+        parent.mkdir(exist_ok=True)
     return parent
 
 
