@@ -93,6 +93,14 @@ def test_a_removed_exercise_scores_zero_with_the_reason(graded):
     assert "- ex-shamir-trap-depth: not yet: exercise removed" in feedback
 
 
+def test_graded_feedback_gives_no_direction(graded):
+    folder, _ = graded
+    mallory = (folder / "feedback" / "mallory.txt").read_text()
+    assert "- ex-shamir-trap-depth: not yet: " + homework.grading.WITHHELD in mallory
+    assert "too" not in mallory.lower()
+    assert "- ex-shamir-trap-depth: correct:" in (folder / "feedback" / "alice.txt").read_text()
+
+
 def test_a_notebook_outside_the_assignment_is_invalid(graded):
     folder, _ = graded
     rows = {row[0]: row for row in _rows(folder / "grades.csv")}

@@ -7,22 +7,31 @@ One module per job:
   blocks from ``{solution-start}`` to ``{solution-end}`` with their code cells,
   and every ``{solution}`` directive); :func:`write_student_editions` does it for
   the whole book and :func:`build_student_html` builds the student HTML book.
-- ``resnet_theory.homework.sandbox``: running one submission. The notebook
-  runs in a fresh kernel inside a ``bubblewrap`` sandbox (read-only system and
-  environment, only its scratch directory writable, private ``/tmp``, no
-  network, its own PID namespace, ``setrlimit`` limits), or, without
-  ``bwrap``, in a separate process with a time limit and an output budget. The
-  kernel then only exports the answer variables as data.
-- ``resnet_theory.homework.grading``: :func:`grade_notebook` and
-  :func:`grade_folder` run the checks of :mod:`resnet_theory.checks` in the
-  grader's own process on the exported data (so no code of the student takes
-  part in a verdict), several notebooks at once, and :func:`write_grades` writes
-  ``grades.csv`` and one feedback file per notebook.
+- ``resnet_theory.homework.sandbox``: running one submission. The kernel
+  runs in a ``bubblewrap`` sandbox of its own (read-only system, environment,
+  ``/`` and ``/dev``, only its scratch directory and sockets writable, small
+  private ``/tmp`` and ``/dev/shm``, no network, its own PID namespace, no
+  further user namespaces, ``setrlimit`` limits) and, where the machine allows
+  it, in a cgroup of its own (total memory, processes, CPU share); the driver
+  that runs the cells and decides the status runs in a second sandbox the
+  kernel cannot see. Without ``bwrap``, both are separate processes with a
+  time limit and an output budget. The kernel only exports the answer
+  variables as data.
+- ``resnet_theory.homework.grading``: :func:`collect_submissions` reads the
+  untrusted submissions folder without following links (one folder per
+  student, or file names matched to the assignment); :func:`grade_notebook`
+  and :func:`grade_folder` run the checks of :mod:`resnet_theory.checks` in the
+  grader's own process on the exported data, for the exercises of the
+  assignment (:func:`load_assignment`), several notebooks at once, and write
+  ``grades.csv`` (row by row), ``gradebook.csv`` (one row per student), the
+  feedback files and the pages of written answers for marking by hand
+  (:func:`merge_marks` adds the marks).
 - ``resnet_theory.homework.cli``: the command line (``make student`` and
   ``make grade``)::
 
     python -m resnet_theory.homework student --root . --html _build/student-html
-    python -m resnet_theory.homework grade submissions/ --timeout 180 --jobs 4
+    python -m resnet_theory.homework grade submissions/ --assignment book/ch5_shamir
+    python -m resnet_theory.homework merge-marks submissions/
 
 Reference: sphinx-exercise documentation, "Gated directives" and "hide_solutions",
 https://ebp-sphinx-exercise.readthedocs.io; bubblewrap,

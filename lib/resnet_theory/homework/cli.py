@@ -1,4 +1,4 @@
-"""The command line: ``python -m resnet_theory.homework student|grade ...``."""
+"""The command line: ``python -m resnet_theory.homework student|grade|merge-marks ...``."""
 
 from __future__ import annotations
 
@@ -52,6 +52,9 @@ def _parser():
                        help="largest exported answer in MB (default: 1)")
     grade.add_argument("--max-notebook-mb", type=float, default=Limits.notebook_bytes / 1e6,
                        help="largest submitted file graded, in MB (default: 20)")
+    grade.add_argument("--feedback", choices=("verdict", "full"), default="verdict",
+                       help="verdict (default): right or wrong, without the check's "
+                            "explanation of a wrong answer; full: with it")
     grade.add_argument("--allow-root", action="store_true",
                        help="grade even as root (for CI tests in a throwaway container)")
     mode = grade.add_mutually_exclusive_group()
@@ -93,7 +96,7 @@ def _grade(args):
         grades = grade_folder(args.folder, limits=limits, echo=True, jobs=args.jobs,
                               sandbox=args.sandbox, cgroups=args.cgroups,
                               assignment=assignment, pattern=args.pattern, out=out,
-                              allow_root=args.allow_root)
+                              allow_root=args.allow_root, feedback=args.feedback)
     except GradingInterrupted as stopped:
         print(f"interrupted: {len(stopped.grades)} rows written to {out / 'grades.csv'}",
               file=sys.stderr)
@@ -107,7 +110,8 @@ def _grade(args):
 
 
 def main(argv: Iterable[str] | None = None):
-    """Command line: ``student`` and ``grade`` (see :mod:`resnet_theory.homework`).
+    """Command line: ``student``, ``grade`` and ``merge-marks`` (see
+    :mod:`resnet_theory.homework`).
 
     Parameters
     ----------
@@ -117,8 +121,10 @@ def main(argv: Iterable[str] | None = None):
     Returns
     -------
     int
-        The exit status: 0, or 2 for a bad folder or a required sandbox that is
-        not available.
+        The exit status: 0; 2 for a bad folder or assignment, a planted output,
+        a required sandbox or cgroup that is not available, or grading as root
+        without ``--allow-root``; 130 when grading was interrupted (what was
+        graded is written).
 
     Examples
     --------

@@ -128,6 +128,9 @@ class NotebookGrade:
         The assignment notebook it was graded against (empty: none).
     seconds : float
         Wall-clock seconds its run took.
+    checked : tuple of str
+        The labels whose reason is the check's own explanation (which
+        ``feedback="verdict"`` withholds).
     """
 
     notebook: str
@@ -138,6 +141,7 @@ class NotebookGrade:
     student: str = ""
     assignment: str = ""
     seconds: float = 0.0
+    checked: tuple = ()
 
     @property
     def score(self):
@@ -860,7 +864,7 @@ def _grade(submission, labels, limits, bwrap, assignment, groups=None):
                                 sorted(set(variables.values())), limits.answer_bytes)
     finally:
         remove_scratch(scratch)
-    results = {}
+    results, checked = {}, []
     for label in expected:
         if label in removed:
             results[label] = (False, "exercise removed: the notebook no longer states it "
@@ -873,10 +877,12 @@ def _grade(submission, labels, limits, bwrap, assignment, groups=None):
             results[label] = (False, _one_line(why))
         else:
             results[label] = _check(label, answer)
+            checked.append(label)
     seconds = payload.get("elapsed", 0.0)
     return NotebookGrade(submission.path, status, reason, results,
                          "bubblewrap" if bwrap else "none",
-                         seconds=seconds if isinstance(seconds, float) else 0.0, **base)
+                         seconds=seconds if isinstance(seconds, float) else 0.0,
+                         checked=tuple(checked), **base)
 
 
 # -------------------------------------------------------------------------- reports
@@ -898,13 +904,20 @@ def _grade_labels(grades, assignment=None):
     return sorted(found)
 
 
-def _feedback_text(grades):
+#: ``feedback="verdict"``: what replaces a check's explanation in the feedback files.
+WITHHELD = ("the check's explanation is not part of graded feedback (run the check in "
+            "your notebook)")
+
+
+def _feedback_text(grades, feedback="full"):
     lines = []
     for grade in grades:
         lines += [f"Feedback on {grade.notebook}", "",
                   f"Run: {grade.status}" + (f" ({grade.reason})" if grade.reason else ""),
                   f"Auto-graded exercises: {grade.score} of {len(grade.results)} correct", ""]
         for label, (passed, why) in grade.results.items():
+            if feedback == "verdict" and label in grade.checked and not passed:
+                why = WITHHELD
             lines.append(f"- {label}: {'correct' if passed else 'not yet'}: {why}")
         if not grade.results:
             lines.append("(this notebook contains no auto-graded exercise)")
@@ -923,7 +936,7 @@ def _by_student(grades):
     return students
 
 
-def write_grades(grades, folder, *, assignment=None):
+def write_grades(grades, folder, *, assignment=None, feedback="full"):
     """Write ``grades.csv`` and ``feedback/<student>.txt`` into ``folder``.
 
     Parameters
@@ -934,6 +947,11 @@ def write_grades(grades, folder, *, assignment=None):
         The output folder (by default the submissions folder).
     assignment : Assignment, optional
         Orders the exercise columns as in the assignment.
+    feedback : {"full", "verdict"}, optional
+        ``"verdict"`` gives right or wrong without the check's explanation of a
+        wrong answer (which can say "too large" and so guide a search for the
+        answer); the grader's own reasons (not exported, removed, not data)
+        stay.
 
     Returns
     -------
@@ -973,7 +991,7 @@ def write_grades(grades, folder, *, assignment=None):
         taken = set()
         for student, rows in sorted(_by_student(grades).items()):
             stem = _safe_file_stem(student, taken)
-            _write_atomic(feedback_fd, f"{stem}.txt", _feedback_text(rows))
+            _write_atomic(feedback_fd, f"{stem}.txt", _feedback_text(rows, feedback))
     finally:
         os.close(feedback_fd)
     return folder / "grades.csv"
@@ -1284,7 +1302,7 @@ def _format_seconds(seconds):
 
 def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=False,
                  jobs=1, sandbox="auto", limits=None, assignment=None, pattern=None,
-                 out=None, cgroups="auto", allow_root=True):
+                 out=None, cgroups="auto", allow_root=True, feedback="full"):
     """Grade every notebook in ``folder`` and write the results.
 
     Parameters
@@ -1311,6 +1329,8 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
         A cgroup per submission (total memory, processes, CPU share) where the
         machine allows it; without one, a loud warning, and every row that
         timed out is graded again alone at the end.
+    feedback : {"full", "verdict"}, optional
+        See :func:`write_grades` (the command line gives ``"verdict"``).
     allow_root : bool, optional
         ``False`` refuses to run any submission as root (the command line's
         default; pass ``--allow-root`` there).
@@ -1348,6 +1368,8 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
     jobs = _default_jobs() if jobs is None else jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if feedback not in ("full", "verdict"):
+        raise ValueError(f"feedback must be 'full' or 'verdict', got {feedback!r}")
     if limits is None:
         limits = Limits(timeout=timeout, max_output_bytes=max_output_bytes)
     out = folder if out is None else Path(out)
@@ -1454,7 +1476,7 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
             signal.signal(signum, handler)
         journal.close()
     grades = sorted(done, key=lambda g: g.notebook)
-    write_grades(grades, out, assignment=assignment)
+    write_grades(grades, out, assignment=assignment, feedback=feedback)
     marks_path = out / "manual-marks.csv"
     if assignment is not None:
         write_written_answers(grades, submissions, out, assignment)

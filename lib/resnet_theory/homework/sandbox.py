@@ -106,7 +106,7 @@ class Limits:
     ----------
     timeout : float
         Seconds of wall-clock time for the notebook's own cells. The whole run
-        (kernel start, cells, export) is killed :data:`OUTER_MARGIN` seconds
+        (kernel start, cells, export) is killed ``OUTER_MARGIN`` (60) seconds
         later.
     max_output_bytes : int
         Output budget of the notebook; a cell that exceeds it is interrupted.
@@ -627,16 +627,26 @@ def _ready_parent(folder, version):
     return parent
 
 
-@functools.cache
 def find_cgroups():
-    """A :class:`Cgroups` to cap each submission's total resources, or ``(None, why)``.
+    """A ``Cgroups`` to cap each submission's total resources, or ``(None, why)``.
 
     Tries, in order: cgroup v2 with the ``memory``, ``pids`` and ``cpu``
     controllers in a folder this user may write (root on a cgroup v2 machine,
     or a delegated subtree, e.g. inside ``systemd-run --user --scope -p
     Delegate=yes``); cgroup v1 ``memory``, ``pids`` and ``cpu`` hierarchies
     this user may write (root). Returns ``(Cgroups, "")`` or ``(None, why)``.
+
+    Examples
+    --------
+    >>> groups, why = find_cgroups()
+    >>> (groups is None) == bool(why)
+    True
     """
+    return _find_cgroups()
+
+
+@functools.cache
+def _find_cgroups():
     own = _own_cgroups()
     problems = []
     for point, kind, _options in _mounts():
