@@ -8,7 +8,7 @@ only the cgroup can stop them), one tries to start 100 processes under a
 ``pids.max`` of 48 (root ignores ``RLIMIT_NPROC``), one measures the CPU time
 of four busy loops under a ``cpu.max`` of a quarter core, and an honest neighbour
 answers while they run. Without cgroups these tests are skipped with the reason
-(they fail under ``CI=true`` only if CI runs as root on a machine that has them).
+(they fail instead when ``GRADER_REQUIRE_CGROUPS=1``).
 The last test grades without a cgroup: a loud warning, and the row that timed
 out is graded again alone.
 """
@@ -67,8 +67,7 @@ def cgroups():
     groups, why = sandbox.find_cgroups()
     if groups is None:
         message = f"no cgroup per submission can be made here, the caps are not tested: {why}"
-        if os.environ.get("CI") == "true" and hasattr(os, "geteuid") and os.geteuid() == 0 \
-                and os.path.isdir("/sys/fs/cgroup") and os.access("/sys/fs/cgroup", os.W_OK):
+        if os.environ.get("GRADER_REQUIRE_CGROUPS") == "1":
             pytest.fail(message)
         pytest.skip(message)
     return groups
