@@ -713,3 +713,30 @@ def test_critical_point_is_immutable():
     assert isinstance(p, CriticalPoint)
     with pytest.raises(AttributeError):
         p.w = 1.0  # type: ignore[misc]
+
+
+def test_gradient_descent_with_one_setting_per_start_equals_separate_runs():
+    starts = np.random.default_rng(3).uniform(-2, 2, size=(20, 2))
+    both = np.vstack([starts, starts, starts])
+    run = gradient_descent(
+        both, 1.0, steps=200,
+        weight_decay=np.repeat([0.25, 0.0, 0.0], 20),
+        radius=np.repeat([np.inf, 2.0, np.inf], 20),
+    )
+    penalised = gradient_descent(starts, 1.0, steps=200, weight_decay=0.25)
+    constrained = gradient_descent(starts, 1.0, steps=200, radius=2.0)
+    plain = gradient_descent(starts, 1.0, steps=200)
+    assert np.array_equal(run.endpoints[:20], penalised.endpoints)
+    assert np.array_equal(run.endpoints[20:40], constrained.endpoints)
+    assert np.array_equal(run.endpoints[40:], plain.endpoints)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(weight_decay=[0.1, 0.2]), "weight_decay must be a number or have shape"),
+    (dict(weight_decay=[0.1, -0.2, 0.0]), "weight_decay must be >= 0"),
+    (dict(radius=[1.0, 0.0, 1.0]), "radius must be > 0"),
+    (dict(radius=[1.0, np.nan, 1.0]), "radius must hold finite numbers"),
+])
+def test_gradient_descent_rejects_bad_per_start_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gradient_descent(np.zeros((3, 2)), 1.0, steps=5, **kwargs)

@@ -398,6 +398,30 @@ def constrained_critical_points(eps, radius, weight_decay=0.0):
     return sorted(inside + boundary, key=lambda p: (round(p.value, 12), p.w))
 
 
+def _gradient_unchecked(z, eps, lam):
+    """:func:`gradient` at the rows of ``z`` (shape (n, 2)), without validation.
+
+    The inner loop of :func:`gradient_descent` validates its inputs once, up front.
+    """
+    w, v = z[:, 0], z[:, 1]
+    s = 1 + eps * v
+    residual = w * s - 1
+    g = np.empty_like(z)
+    g[:, 0] = residual * s + lam * w
+    g[:, 1] = residual * eps * w + lam * v
+    return g
+
+
+def _per_start(values, name, n, allow_inf=False):
+    """A parameter given per start: a float array of shape (n,)."""
+    arr = np.asarray(values, dtype=float)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be a number or have shape ({n},), got {arr.shape}")
+    if np.any(np.isnan(arr)) or (not allow_inf and not np.all(np.isfinite(arr))):
+        raise ValueError(f"{name} must hold finite numbers")
+    return arr
+
+
 def _project(z, radius):
     if radius is None:
         return z
@@ -420,10 +444,14 @@ def gradient_descent(starts, eps, *, weight_decay=0.0, radius=None, step_size=0.
     ----------
     starts : array_like, shape (n, 2)
         Starting points :math:`(w_0, v_0)`.
-    eps, weight_decay : float
+    eps : float
         As in :func:`objective`.
-    radius : float or None, optional
-        Radius :math:`\rho` of the norm constraint; None for no constraint.
+    weight_decay : float or array_like of shape (n,), optional
+        :math:`\lambda \ge 0`, one value for all runs or one per start (many
+        landscapes in one vectorised call).
+    radius : float, array_like of shape (n,) or None, optional
+        Radius :math:`\rho` of the norm constraint, one for all runs or one per
+        start (``inf`` for no constraint); None for no constraint.
     step_size : float, optional
         :math:`\eta > 0`.
     steps : int, optional
@@ -448,10 +476,21 @@ def gradient_descent(starts, eps, *, weight_decay=0.0, radius=None, step_size=0.
     >>> round(float(run.endpoints[0, 0] * (1 + run.endpoints[0, 1])), 6)
     1.0
     """
-    eps, lam = _parameters(eps, weight_decay)
     z = _v.finite_array(starts, "starts", shape=(None, 2)).copy()
+    eps = _v.positive(eps, "eps")
+    if np.ndim(weight_decay) == 0:
+        lam = _v.nonnegative(weight_decay, "weight_decay")
+    else:
+        lam = _per_start(weight_decay, "weight_decay", len(z))
+        if np.any(lam < 0):
+            raise ValueError("weight_decay must be >= 0 for every start")
     if radius is not None:
-        radius = _v.positive(radius, "radius")
+        if np.ndim(radius) == 0:
+            radius = _v.positive(radius, "radius")
+        else:
+            radius = _per_start(radius, "radius", len(z), allow_inf=True)[:, None]
+            if np.any(radius <= 0):
+                raise ValueError("radius must be > 0 for every start")
     eta = _v.positive(step_size, "step_size")
     steps = _v.positive_int(steps, "steps")
     z = _project(z, radius)
@@ -459,7 +498,7 @@ def gradient_descent(starts, eps, *, weight_decay=0.0, radius=None, step_size=0.
     if record:
         paths[0] = z
     for k in range(steps):
-        z = _project(z - eta * gradient(z[:, 0], z[:, 1], eps, lam), radius)
+        z = _project(z - eta * _gradient_unchecked(z, eps, lam), radius)
         if not np.all(np.abs(z) < 1e8):
             raise DivergenceError(
                 f"gradient descent diverged at iteration {k + 1}: step_size={eta} is "
@@ -467,7 +506,7 @@ def gradient_descent(starts, eps, *, weight_decay=0.0, radius=None, step_size=0.
             )
         if record:
             paths[k + 1] = z
-    moved = _project(z - eta * gradient(z[:, 0], z[:, 1], eps, lam), radius)
+    moved = _project(z - eta * _gradient_unchecked(z, eps, lam), radius)
     stationarity = np.linalg.norm(z - moved, axis=-1) / eta
     return Descent(endpoints=z, stationarity=stationarity, paths=paths)
 
