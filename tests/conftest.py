@@ -49,9 +49,10 @@ def _jupyter_book():
 def book_build(tmp_path_factory, worker_id):
     """``jupyter-book build -W -n --keep-going`` of the book into a temporary folder.
 
-    Built once per run and shared by tests/test_book_build.py and
-    tests/test_browser.py, also when pytest-xdist runs them on different workers. Returns ``BookBuild(result, html)``: the finished
-    process and the folder of HTML pages (``html / "index.html"``).
+    Built once per run and shared by tests/test_book_build.py, tests/test_browser.py
+    and the others, also when pytest-xdist runs them on different workers. Returns
+    ``BookBuild(result, html)``: the finished process and the folder of HTML pages
+    (``html / "index.html"``).
     """
     if worker_id == "master":  # not under pytest-xdist: build into this session's folder
         return _build_book(tmp_path_factory.mktemp("book"))
