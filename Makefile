@@ -20,9 +20,12 @@ GRADE_TIMEOUT   ?= 180
 GRADE_OUTPUT_MB ?= 5
 JOBS            ?= $(shell nproc 2>/dev/null || echo 1)
 GRADE_FLAGS     ?=
-ifneq ($(filter grade,$(MAKECMDGOALS)),)
+# ASSIGNMENT: the book notebook or chapter folder the submissions answer (default:
+# the whole book, matched by file name); it fixes which exercises count.
+ASSIGNMENT      ?=
+ifneq ($(filter grade merge-marks,$(MAKECMDGOALS)),)
 ifeq ($(strip $(SUBMISSIONS)),)
-$(error make grade needs the folder of submitted notebooks: make grade SUBMISSIONS=<folder>)
+$(error make $(filter grade merge-marks,$(MAKECMDGOALS)) needs the folder of submitted notebooks: SUBMISSIONS=<folder>)
 endif
 endif
 
@@ -48,7 +51,7 @@ PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
 # other CPUs: the stored outputs must not depend on the machine's BLAS kernel.
 PORTABLE_CORETYPES ?= Prescott Sandybridge
 
-.PHONY: help book test test-portable lab lint clean student grade notebooks
+.PHONY: help book test test-portable lab lint clean student grade merge-marks notebooks
 
 help:
 	@echo "make book   build the HTML book into _build/html"
@@ -64,6 +67,8 @@ help:
 	@echo "make grade SUBMISSIONS=<folder> [JOBS=<n>]  run every .ipynb in <folder> in a"
 	@echo "               sandbox, n at a time, and check its answers; writes"
 	@echo "               <folder>/grades.csv and <folder>/feedback/"
+	@echo "make merge-marks SUBMISSIONS=<folder>  add the marks of <folder>/manual-marks.csv"
+	@echo "               to <folder>/gradebook.csv"
 	@echo "make clean  remove _build (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -124,7 +129,10 @@ student: $(STAMP)
 	$(BIN)/python -m resnet_theory.homework student --root . --out _build/student --html _build/student-html
 
 grade: $(STAMP)
-	$(BIN)/python -m resnet_theory.homework grade "$(SUBMISSIONS)" --timeout $(GRADE_TIMEOUT) --max-output-mb $(GRADE_OUTPUT_MB) --jobs $(JOBS) $(GRADE_FLAGS)
+	$(BIN)/python -m resnet_theory.homework grade "$(SUBMISSIONS)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --timeout $(GRADE_TIMEOUT) --max-output-mb $(GRADE_OUTPUT_MB) --jobs $(JOBS) $(GRADE_FLAGS)
+
+merge-marks: $(STAMP)
+	$(BIN)/python -m resnet_theory.homework merge-marks "$(SUBMISSIONS)"
 
 clean:
 	rm -rf _build
