@@ -51,6 +51,11 @@ async () => {
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   const article = document.querySelector('article.bd-article') || document.body;
   const visible = el => {
+    // Folded content (a closed <details>, a closed dropdown) keeps its layout box
+    // in Chromium but is not shown: it takes no reading height.
+    if (!el.checkVisibility({contentVisibilityAuto: true, visibilityProperty: true,
+                             opacityProperty: true})) return 0;
+    if (el.closest('details:not([open])')) return 0;
     const box = el.getBoundingClientRect();
     if (box.height === 0 || box.width === 0) return 0;
     return box.height;
@@ -111,7 +116,7 @@ def measure(html_root, only=None):
                       else route.abort())
         page = context.new_page()
         for path in pages(html_root, only):
-            page.goto(path.as_uri(), wait_until="load")
+            page.goto(path.as_uri(), wait_until="load", timeout=180_000)
             heights = page.evaluate(MEASURE)
             rows.append((path.relative_to(html_root).as_posix(),
                          heights["code"] / heights["page"],
