@@ -66,8 +66,15 @@ def finite_array(value, name: str, *, ndim: int | None = None,
                  shape: tuple | None = None) -> np.ndarray:
     """Return ``value`` as a finite float array, checking ``ndim``/``shape``.
 
-    In ``shape``, ``None`` entries match any length.
+    In ``shape``, ``None`` entries match any length. Complex input is refused
+    (converting it would silently drop the imaginary part).
     """
+    try:
+        complex_input = np.iscomplexobj(np.asarray(value))
+    except (TypeError, ValueError):
+        complex_input = False  # ragged or not numeric: refused below
+    if complex_input:
+        raise TypeError(f"{name} must be an array of real numbers, got complex values")
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
