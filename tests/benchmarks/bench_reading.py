@@ -55,7 +55,7 @@ async () => {
     // in Chromium but is not shown: it takes no reading height.
     if (!el.checkVisibility({contentVisibilityAuto: true, visibilityProperty: true,
                              opacityProperty: true})) return 0;
-    if (el.closest('details:not([open])')) return 0;
+    if (el.closest('details:not([open])') || el.closest('.toggle-hidden')) return 0;
     const box = el.getBoundingClientRect();
     if (box.height === 0 || box.width === 0) return 0;
     return box.height;
@@ -66,6 +66,7 @@ async () => {
   // Literal code blocks in the prose (not cell inputs, not outputs).
   for (const el of article.querySelectorAll('div[class^="highlight-"]')) {
     if (el.closest('div.cell_input') || el.closest('div.cell_output')) continue;
+    if (el.parentElement.closest('div[class^="highlight-"]')) continue;  // nested
     code += visible(el);
   }
   const page = document.documentElement.scrollHeight;
