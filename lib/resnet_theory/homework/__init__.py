@@ -73,6 +73,8 @@ from .student import (
 NOTEBOOK_METADATA_KEPT = _student.NOTEBOOK_METADATA_KEPT
 #: The cell-level metadata a student edition keeps.
 CELL_METADATA_KEPT = _student.CELL_METADATA_KEPT
+#: The parts of myst-nb's cell metadata a student edition keeps (figure, image).
+MYSTNB_METADATA_KEPT = _student.MYSTNB_METADATA_KEPT
 #: The sandbox modes of :func:`grade_folder`: ``"auto"`` (bubblewrap when it works,
 #: else a loud warning), ``"require"`` (refuse without it), ``"off"`` (never).
 SANDBOX_MODES = _grading.SANDBOX_MODES
@@ -82,6 +84,7 @@ CGROUP_MODES = _grading.CGROUP_MODES
 __all__ = [
     "NOTEBOOK_METADATA_KEPT",
     "CELL_METADATA_KEPT",
+    "MYSTNB_METADATA_KEPT",
     "Solution",
     "StudentEdition",
     "split_solutions",

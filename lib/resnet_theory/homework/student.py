@@ -31,6 +31,7 @@ import nbformat
 __all__ = [
     "NOTEBOOK_METADATA_KEPT",
     "CELL_METADATA_KEPT",
+    "MYSTNB_METADATA_KEPT",
     "Solution",
     "StudentEdition",
     "split_solutions",
