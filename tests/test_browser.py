@@ -271,10 +271,12 @@ STUDENT_PAGE = r"""
         text: document.body.textContent.replace(/\s+/g, ' ')})
 """
 
-# Figures of the article: how many, how many with a caption, and the captions.
+# Figures of the article outside solutions (the student edition has no solutions):
+# how many, how many with a caption, and the captions.
 FIGURES = r"""
 () => {
-  const figures = Array.from(document.querySelectorAll('article figure'));
+  const figures = Array.from(document.querySelectorAll('article figure'))
+    .filter(f => !f.closest('.solution'));
   return {figures: figures.length,
           captioned: figures.filter(f => f.querySelector('figcaption')).length,
           captions: figures.map(f => (f.querySelector('figcaption') || {}).textContent || '')
@@ -592,7 +594,9 @@ def test_phone_contents_button_opens_the_page_contents(reader):
 
 def test_desktop_sidebar_button_hides_and_shows_the_sidebar(reader):
     page, errors = reader(DESKTOP)
-    visible = "() => document.getElementById('pst-primary-sidebar').checkVisibility()"
+    # Collapsed, the sidebar slides out of the window to the left.
+    visible = ("() => { const s = document.getElementById('pst-primary-sidebar');"
+               " return s.checkVisibility() && s.getBoundingClientRect().right > 0; }")
     assert page.evaluate(visible)
     _tap(page, ".primary-toggle")
     assert not page.evaluate(visible), "the sidebar did not collapse"
