@@ -43,10 +43,11 @@ export STRIP_TIMINGS
 NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 
 # Tests: `make test` runs the whole suite on TEST_JOBS pytest-xdist workers (default:
-# the number of cores; TEST_JOBS=0 runs it in one process). A notebook, and every
-# other test file, stays whole on one worker (tests/conftest.py).
+# the number of cores; TEST_JOBS=0 runs it in one process). A notebook's cells run
+# in order in one kernel, and every test file stays whole on one worker
+# (--dist loadfile), so module fixtures are built once.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
+PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
 # `make test-portable` re-runs every notebook under nbval with OpenBLAS rounding like
 # other CPUs: the stored outputs must not depend on the machine's BLAS kernel.
 PORTABLE_CORETYPES ?= Prescott Sandybridge

@@ -81,16 +81,3 @@ def _build_book(out):
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     return BookBuild(result, out / "_build" / "html")
 
-
-def pytest_collection_modifyitems(config, items):
-    """Keep each file's tests on one pytest-xdist worker (``--dist loadgroup``).
-
-    A notebook's cells run in order in one kernel, and module fixtures (a graded
-    class, the browser survey) are built once: so every test belongs to the group
-    of its file, unless it names a group of its own with
-    ``@pytest.mark.xdist_group`` (the per-notebook student runs do, so that they
-    spread over the workers).
-    """
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
