@@ -52,10 +52,20 @@ PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
 # other CPUs: the stored outputs must not depend on the machine's BLAS kernel.
 PORTABLE_CORETYPES ?= Prescott Sandybridge
 
-.PHONY: help book test test-portable lab lint clean student grade merge-marks notebooks
+# The printed edition: `make pdf` builds the book as one HTML page and prints it with
+# Debian's Chromium (book/_ext/print_pdf.py) into _build/pdf/near-the-identity.pdf and
+# one exercise sheet per chapter, _build/pdf/exercises-ch<N>.pdf. `make book` prints
+# it first, so that the HTML book's ".pdf" button serves it; without Chromium,
+# `make book` builds the HTML only and says so.
+PDF_DIR  := _build/pdf
+CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
+
+.PHONY: help book pdf test test-portable lab lint clean student grade merge-marks notebooks
 
 help:
-	@echo "make book   build the HTML book into _build/html"
+	@echo "make book   build the HTML book into _build/html (with the PDF, when"
+	@echo "               Chromium is installed)"
+	@echo "make pdf    print the book and one exercise sheet per chapter into _build/pdf"
 	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
 	@echo "make test-portable  re-run every notebook under nbval with the OpenBLAS"
 	@echo "               kernels of other CPUs ($(PORTABLE_CORETYPES))"
@@ -80,9 +90,19 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 book: $(STAMP)
+ifeq ($(strip $(CHROMIUM)),)
+	@echo "No Chromium (apt-get install chromium): the HTML book is built without its PDF."
+else
+	$(MAKE) --no-print-directory pdf
+endif
 	$(BIN)/jupyter-book build $(JB_FLAGS) .
 	@echo
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+
+pdf: $(STAMP)
+	@test -n "$(strip $(CHROMIUM))" || { echo "make pdf needs Chromium: apt-get install chromium (or CHROMIUM=<path>)" >&2; exit 1; }
+	$(BIN)/jupyter-book build --builder singlehtml $(JB_FLAGS) .
+	CHROMIUM="$(CHROMIUM)" $(BIN)/python book/_ext/print_pdf.py _build/singlehtml $(PDF_DIR)
 
 test: $(STAMP)
 	$(PYTEST)

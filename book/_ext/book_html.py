@@ -5,7 +5,11 @@
   "Identifier 'THEBE_JS_URL' has already been declared") and which would fetch
   thebe from unpkg.com.
 - The theme's ".pdf" download button only opens the browser's print dialog:
-  remove it.
+  it is replaced by a link to the printed edition (``make pdf``): the book's
+  PDF (config value ``book_pdf``), or in the student edition each chapter's
+  exercise sheet (``book_pdf_sheets``, with ``{chapter}`` for its number). The
+  PDFs are copied into the build's ``_pdf/`` folder; where a file is missing,
+  the page has no ".pdf" button.
 - A proof folded with ``:class: dropdown`` gets its first paragraph as its
   title (sphinx-togglebutton needs one).
 - The logo's text is dark grey: in dark mode the theme shows
@@ -13,6 +17,14 @@
 """
 
 import re
+import shutil
+from pathlib import Path
+
+from sphinx.util import logging
+
+LOGGER = logging.getLogger(__name__)
+CHAPTER = re.compile(r"(?:^|/)ch(\d+)_")
+PDF_FOLDER = "_pdf"
 
 THEBE = ("sphinx-thebe", "THEBE_JS_URL", "thebe@")
 # A sphinx-proof proof box has no title element; with ``:class: dropdown``
@@ -44,6 +56,50 @@ def _clean_page(app, pagename, templatename, context, doctree):
         if isinstance(group, dict) and group.get("label") == "download-buttons":
             group["buttons"] = [button for button in group["buttons"]
                                 if button.get("label") != "download-pdf-button"]
+            button = _pdf_button(app, pagename, context["pathto"])
+            if button:
+                group["buttons"].append(button)
+
+
+def _pdf_button(app, pagename, pathto):
+    pdfs = getattr(app, "book_pdfs", {})
+    if "book" in pdfs:
+        name, tooltip = pdfs["book"].name, "Download the book (PDF)"
+    else:
+        match = CHAPTER.search(pagename)
+        sheet = match and pdfs.get(int(match.group(1)))
+        if not sheet:
+            return None
+        name, tooltip = sheet.name, "Download this chapter's exercise sheet (PDF)"
+    return {"type": "link", "url": pathto(f"{PDF_FOLDER}/{name}", 1), "text": ".pdf",
+            "tooltip": tooltip, "icon": "fas fa-file-pdf", "label": "download-pdf-button"}
+
+
+def _find_pdfs(app):
+    """The printed edition's files this build links to (only those that exist)."""
+    app.book_pdfs = {}
+    if app.builder.name != "html":
+        return
+    root = Path(app.srcdir)
+    if app.config.book_pdf:
+        path = root / app.config.book_pdf
+        if path.is_file():
+            app.book_pdfs["book"] = path
+        else:
+            LOGGER.info(f"book_html: no {path}, so no .pdf button (make pdf prints the book)")
+    if app.config.book_pdf_sheets:
+        for number in range(1, 100):
+            path = root / app.config.book_pdf_sheets.format(chapter=number)
+            if path.is_file():
+                app.book_pdfs[number] = path
+
+
+def _copy_pdfs(app, exception):
+    if exception is None and getattr(app, "book_pdfs", None):
+        folder = Path(app.outdir) / PDF_FOLDER
+        folder.mkdir(exist_ok=True)
+        for path in app.book_pdfs.values():
+            shutil.copyfile(path, folder / path.name)
 
 
 def _dark_logo(app, config):
@@ -53,8 +109,24 @@ def _dark_logo(app, config):
     logo.setdefault("image_dark", "book/_static/logo-dark.svg")
 
 
+def _singlehtml_handlers(app):
+    # Sphinx looks up node visitors by builder name and falls back to the format
+    # only when no extension registered any for that name. Some register
+    # visitors for "singlehtml", so the html-only ones (myst-nb's folded cells)
+    # were missing from the one-page build the PDF is printed from.
+    if app.builder.name == "singlehtml":
+        handlers = app.registry.translation_handlers
+        for name, pair in handlers.get("html", {}).items():
+            handlers.setdefault("singlehtml", {}).setdefault(name, pair)
+
+
 def setup(app):
+    app.add_config_value("book_pdf", "", "html", [str])
+    app.add_config_value("book_pdf_sheets", "", "html", [str])
     app.connect("config-inited", _dark_logo)
+    app.connect("builder-inited", _singlehtml_handlers)
+    app.connect("builder-inited", _find_pdfs)
+    app.connect("build-finished", _copy_pdfs)
     # After sphinx-book-theme (priority 500) has added its header buttons.
     app.connect("html-page-context", _clean_page, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -499,7 +499,10 @@ def student_html_config(config_path):
         The same configuration with ``sphinx.config.hide_solutions`` set to true
         (sphinx-exercise then drops every ``{solution}`` directive), no launch
         buttons (Binder and Colab would open the repository's notebooks, which
-        hold the solutions) and the title marked as the student edition.
+        hold the solutions), a ".pdf" button that serves each chapter's exercise
+        sheet (``_build/pdf/exercises-ch<N>.pdf`` next to the configuration, from
+        ``make pdf``) instead of the book, and the title marked as the student
+        edition.
 
     Examples
     --------
@@ -511,6 +514,8 @@ def student_html_config(config_path):
     (True, True)
     >>> config["launch_buttons"]["colab_url"], config["launch_buttons"]["binderhub_url"]
     ('', '')
+    >>> config["sphinx"]["config"]["book_pdf_sheets"].endswith("exercises-ch{chapter}.pdf")
+    True
     """
     import yaml
 
@@ -522,6 +527,10 @@ def student_html_config(config_path):
     # The launch buttons open the repository's notebooks, solutions included: the
     # student edition has none (its .ipynb download serves the student notebook).
     config["launch_buttons"] = {"binderhub_url": "", "colab_url": "", "jupyterhub_url": ""}
+    # The book's PDF holds the solutions (in an appendix); the exercise sheets do not.
+    sheets = Path(config_path).resolve().parent / "_build" / "pdf" / "exercises-ch{chapter}.pdf"
+    sphinx["config"]["book_pdf"] = ""
+    sphinx["config"]["book_pdf_sheets"] = str(sheets)
     config["title"] = f"{config.get('title', 'Book')} (student edition)"
     return config
 

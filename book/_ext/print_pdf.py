@@ -1,0 +1,180 @@
+"""Print the book and its exercise sheets to PDF with headless Chromium.
+
+``make pdf`` builds the book as one HTML page (Sphinx's ``singlehtml`` builder,
+MathJax served from the build) and runs this script on it::
+
+    python book/_ext/print_pdf.py _build/singlehtml _build/pdf
+
+It writes ``near-the-identity.pdf`` (title page, contents with page numbers,
+the preface, the five chapters, the solutions as an appendix, the library
+the bibliography; folded code cells are left out, their figures kept; the
+library reference stays online) and ``exercises-ch1.pdf`` ... ``exercises-ch5.pdf`` (each chapter's
+exercises without solutions, with the statements they refer to). The page is
+rearranged by ``print_pdf.js`` and styled by ``print.css``, both next to this
+file. Chromium is Debian's ``/usr/bin/chromium`` (or ``$CHROMIUM``), driven by
+Playwright; nothing is fetched from the network.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+BOOK_PDF = "near-the-identity.pdf"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+MARGIN = {"top": "18mm", "bottom": "20mm", "left": "19mm", "right": "19mm"}
+FOOTER = ('<div style="font-size:8pt;width:100%;text-align:center;color:#444;'
+          'font-family:DejaVu Sans,sans-serif">{left}<span class="pageNumber"></span></div>')
+
+
+def find_chromium():
+    """The Chromium executable: ``$CHROMIUM``, else ``chromium`` on the PATH."""
+    for candidate in (os.environ.get("CHROMIUM"), shutil.which("chromium"),
+                      shutil.which("chromium-browser")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def _version():
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def _metadata():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    url = config.get("repository", {}).get("url", "")
+    version = _version()
+    lines = [config.get("author", ""),
+             "The book online and its notebooks: " + url,
+             "Text and figures under CC BY 4.0, code under the MIT License.",
+             "Printed from the HTML edition" + (f", version {version}." if version else ".")]
+    return {"title": config.get("title", "Book"),
+            "subtitle": "Lecture notes on the theory of deep residual networks",
+            "url": url, "lines": [line for line in lines if line]}
+
+
+def _toc_pages(pdf_path, targets):
+    """The page (1-based) each contents entry's link points to in ``pdf_path``."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(pdf_path)
+    index = {page.indirect_reference.idnum: number
+             for number, page in enumerate(reader.pages, start=1)}
+    named = {}
+    for name, destination in reader.named_destinations.items():
+        page = destination.page
+        idnum = getattr(page, "idnum", None)
+        if idnum in index:  # Chromium names a destination "/<element id>"
+            named[str(name).lstrip("/")] = index[idnum]
+    pages = {}
+    for target in targets:
+        if target in named:
+            pages[target] = named[target]
+    return pages
+
+
+def print_book(html_dir, out_dir, *, chromium=None, chapters=range(1, 6), log=print):
+    """Print ``html_dir`` (a singlehtml build) to the book PDF and the sheets.
+
+    Returns a dict with the files written and what the book holds (chapters,
+    exercises, solutions, figures). Raises ``RuntimeError`` if Chromium or
+    Playwright is missing or the page is not the book.
+    """
+    from playwright.sync_api import sync_playwright
+
+    html_dir, out_dir = Path(html_dir).resolve(), Path(out_dir).resolve()
+    page_file = html_dir / "book" / "intro.html"
+    if not page_file.is_file():
+        raise RuntimeError(f"{page_file} is missing: build the one-page HTML first "
+                           "(jupyter-book build --builder singlehtml .)")
+    chromium = chromium or find_chromium()
+    if chromium is None:
+        raise RuntimeError("Chromium is not installed: apt-get install chromium "
+                           "(or set CHROMIUM to its executable)")
+    # Sphinx writes the page to book/intro.html with links relative to the build's
+    # root: a copy at the root resolves them.
+    printable = html_dir / "print.html"
+    shutil.copyfile(page_file, printable)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta = _metadata()
+    written = {}
+    start = time.monotonic()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(printable.as_uri(), wait_until="load", timeout=600_000)
+            page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                   timeout=120_000)
+            page.evaluate("async () => { await MathJax.startup.promise; }")
+            unrendered = page.evaluate(
+                "document.querySelectorAll('.math:not(:has(mjx-container))').length")
+            if unrendered:
+                raise RuntimeError(f"MathJax left {unrendered} formulas untypeset")
+            page.add_style_tag(path=str(HERE / "print.css"))
+            page.add_script_tag(path=str(HERE / "print_pdf.js"))
+            page.emulate_media(media="print")
+            log(f"loaded and typeset in {time.monotonic() - start:.0f} s")
+
+            contents = page.evaluate("(meta) => printBook(meta)", meta)
+            book = out_dir / BOOK_PDF
+            options = dict(format="A4", margin=MARGIN, print_background=True,
+                           display_header_footer=True, header_template="<span></span>",
+                           footer_template=FOOTER.format(left=""), outline=True, tagged=True)
+            page.pdf(path=str(book), **options)
+            pages = _toc_pages(book, [entry["id"] for entry in contents["toc"]])
+            missing = [entry["text"] for entry in contents["toc"] if entry["id"] not in pages]
+            if missing:
+                raise RuntimeError(f"no page found for the contents entries {missing}")
+            page.evaluate("(pages) => setTocPages(pages)", pages)
+            page.pdf(path=str(book), **options)
+            written["book"] = str(book)
+            log(f"{book.name} written ({time.monotonic() - start:.0f} s)")
+
+            sheets = {}
+            for number in chapters:
+                sheet = page.evaluate("([n, meta]) => printSheet(n, meta)", [number, meta])
+                path = out_dir / f"exercises-ch{number}.pdf"
+                page.pdf(path=str(path), **dict(options, footer_template=FOOTER.format(
+                    left=f"Chapter {number}, exercises &middot; page "), outline=False))
+                sheets[number] = {"path": str(path), "exercises": sheet["exercises"]}
+                log(f"{path.name}: {sheet['exercises']} exercises")
+            written["sheets"] = sheets
+        finally:
+            browser.close()
+            printable.unlink(missing_ok=True)
+    written.update(contents=contents, pages=pages, seconds=round(time.monotonic() - start))
+    (out_dir / "contents.json").write_text(json.dumps(written, indent=1) + "\n")
+    return written
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("html", help="the singlehtml build (holds book/intro.html)")
+    parser.add_argument("out", help="the folder the PDFs are written to")
+    args = parser.parse_args(argv)
+    try:
+        result = print_book(args.html, args.out)
+    except RuntimeError as error:
+        print(f"print_pdf: {error}", file=sys.stderr)
+        return 1
+    print(f"The book: {result['book']}; exercise sheets: "
+          f"{', '.join(Path(s['path']).name for s in result['sheets'].values())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

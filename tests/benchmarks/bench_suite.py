@@ -1,0 +1,92 @@
+"""Benchmark: where the test suite's time goes, by part.
+
+Runs the suite the way ``make test`` does (pytest-xdist, ``--dist loadfile``),
+with a JUnit XML report, and prints the wall time of the whole run and, for each
+part of the suite, the summed time of its tests (setup included) and its slowest
+files. Parts:
+
+- ``notebooks``: nbval over the notebooks under ``book/``;
+- ``student editions``: ``tests/test_homework.py``;
+- ``grading``: ``tests/test_grading_*.py``;
+- ``browser``: ``tests/test_browser.py`` and ``tests/test_lab.py``;
+- ``book build``: ``tests/test_book_build.py``;
+- ``pdf``: ``tests/test_pdf.py``;
+- ``library``: everything else (unit, property and doctests, notebook hygiene).
+
+Summed test time exceeds the wall time when the workers run in parallel; the
+budget to watch is the wall time (issue: ``make test`` in about 3 minutes on 2
+cores). This is a script, not a test (pytest does not collect it). From the
+repository root:
+
+    .venv/bin/python tests/benchmarks/bench_suite.py [--jobs 2] [-- extra pytest args]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTS = [
+    ("notebooks", lambda f: f.startswith("book/")),
+    ("student editions", lambda f: f == "tests/test_homework.py"),
+    ("grading", lambda f: f.startswith("tests/test_grading")),
+    ("browser", lambda f: f in ("tests/test_browser.py", "tests/test_lab.py")),
+    ("book build", lambda f: f == "tests/test_book_build.py"),
+    ("pdf", lambda f: f == "tests/test_pdf.py"),
+    ("library", lambda f: True),
+]
+
+
+def _file_of(case):
+    """The file a JUnit test case belongs to, relative to the repository."""
+    name = case.get("file") or case.get("classname", "").replace(".", "/") + ".py"
+    if name.endswith(".ipynb.py"):
+        name = name[:-3]
+    if "::" in name:
+        name = name.split("::")[0]
+    return name
+
+
+def _part(filename):
+    return next(part for part, matches in PARTS if matches(filename))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", default=str(os.cpu_count() or 1),
+                        help="pytest-xdist workers (default: the number of cores)")
+    parser.add_argument("pytest_args", nargs="*", help="more arguments for pytest")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "junit.xml"
+        command = [sys.executable, "-m", "pytest", "-q", "-n", args.jobs, "--dist", "loadfile",
+                   "-o", "junit_family=xunit1", f"--junitxml={report}", *args.pytest_args]
+        start = time.monotonic()
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        wall = time.monotonic() - start
+        tree = ET.parse(report)
+    by_part, by_file, counts = defaultdict(float), defaultdict(float), defaultdict(int)
+    for case in tree.iter("testcase"):
+        filename = _file_of(case)
+        seconds = float(case.get("time", 0))
+        by_part[_part(filename)] += seconds
+        by_file[filename] += seconds
+        counts[_part(filename)] += 1
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    print(f"make test equivalent, {args.jobs} workers: wall {wall:.0f} s ({summary})")
+    print(f"{'part':18} {'tests':>6} {'summed s':>9}  slowest files")
+    for part, _ in PARTS:
+        files = sorted((f for f in by_file if _part(f) == part), key=by_file.get, reverse=True)
+        slowest = ", ".join(f"{Path(f).name} {by_file[f]:.0f}" for f in files[:3])
+        print(f"{part:18} {counts[part]:6d} {by_part[part]:9.0f}  {slowest}")
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""The printed edition: ``make pdf`` writes the book and five exercise sheets.
+
+The fixture does what ``make pdf`` does, into a temporary folder: the one-page
+HTML build (``jupyter-book build --builder singlehtml``) printed by
+``book/_ext/print_pdf.py`` with Chromium. The tests read the PDFs with pypdf.
+Where no Chromium is found they are skipped with a message saying how to
+install one; under ``CI=true`` they fail instead.
+"""
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted(path.parent for path in (ROOT / "book").glob("ch*/index.md"))
+# TeX that MathJax should have typeset: \begin, \frac, \( ..., or a $ before a command
+RAW_TEX = re.compile(r"\\(begin|end|frac|mathbb|mathrm|operatorname|left|right)\b"
+                     r"|\\[()\[\]]|\$[^$\n]{0,40}\\[A-Za-z]")
+MONOSPACE = ("Mono", "Courier")
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+print_pdf = _load("print_pdf", ROOT / "book" / "_ext" / "print_pdf.py")
+book_html = _load("book_html", ROOT / "book" / "_ext" / "book_html.py")
+
+
+def _chapter_titles():
+    titles = {}
+    for folder in CHAPTERS:
+        number = int(re.match(r"ch(\d+)_", folder.name).group(1))
+        heading = next(line for line in (folder / "index.md").read_text().splitlines()
+                       if line.startswith("# "))
+        titles[number] = heading[2:].strip()
+    return titles
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory):
+    """``make pdf`` into a temporary folder: (pdf folder, what print_pdf returned)."""
+    chromium = print_pdf.find_chromium()
+    if chromium is None:
+        message = ("the PDF tests need Chromium: install it with `apt-get install chromium` "
+                   "(or set CHROMIUM=/path/to/chromium)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    out = tmp_path_factory.mktemp("pdf")
+    executable = Path(sys.executable).with_name("jupyter-book")
+    command = [str(executable) if executable.exists() else shutil.which("jupyter-book"),
+               "build", "--builder", "singlehtml", "-W", "-n", "--keep-going",
+               "--path-output", str(out), str(ROOT)]
+    build = subprocess.run(command, capture_output=True, text=True, timeout=900,
+                           env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
+    assert build.returncode == 0, (build.stdout + build.stderr)[-3000:]
+    result = print_pdf.print_book(out / "_build" / "singlehtml", out / "pdf",
+                                  chromium=chromium, log=lambda message: None)
+    return out / "pdf", result
+
+
+def _read(path):
+    """Each page's text, and the same without the monospace (code) fonts."""
+    pages, prose = [], []
+    for page in PdfReader(path).pages:
+        parts = []
+
+        def visit(text, cm, tm, font, size, parts=parts):
+            name = str((font or {}).get("/BaseFont", ""))
+            if not any(mono in name for mono in MONOSPACE):
+                parts.append(text)
+
+        pages.append(page.extract_text(visitor_text=visit))
+        prose.append("".join(parts))
+    return pages, prose
+
+
+def _flat(text):
+    """One line: words broken at a hyphen joined again, whitespace collapsed."""
+    return re.sub(r"\s+", " ", re.sub(r"-\n", "-", text))
+
+
+@pytest.fixture(scope="module")
+def book_text(printed):
+    """(text of every page of the book PDF, the same without code)."""
+    return _read(printed[1]["book"])
+
+
+def test_make_pdf_writes_the_book_and_one_sheet_per_chapter(printed):
+    folder, result = printed
+    assert (folder / "near-the-identity.pdf").is_file()
+    assert sorted(path.name for path in folder.glob("exercises-ch*.pdf")) == [
+        f"exercises-ch{number}.pdf" for number in _chapter_titles()]
+    assert json.loads((folder / "contents.json").read_text())["book"] == result["book"]
+
+
+def test_the_book_has_a_sane_number_of_pages(printed):
+    pages = len(PdfReader(printed[1]["book"]).pages)
+    assert 120 <= pages <= 400, f"{pages} pages"
+
+
+def test_every_chapter_title_is_printed_with_its_number(book_text):
+    text = _flat(" ".join(book_text[0]))
+    for number, title in _chapter_titles().items():
+        assert f"{number}. {title}" in text, f"chapter {number} ({title}) is not in the PDF"
+
+
+def test_the_contents_give_every_chapter_and_section_a_page_in_order(printed):
+    result = printed[1]
+    entries = [entry["id"] for entry in result["contents"]["toc"]]
+    pages = [result["pages"][entry] for entry in entries]
+    assert len(entries) >= 1 + len(CHAPTERS) * 3, entries
+    assert pages == sorted(pages), "the contents are not in page order"
+    assert 2 < pages[0] and pages[-1] < len(PdfReader(result["book"]).pages)
+
+
+def test_the_contents_page_prints_the_page_numbers(printed, book_text):
+    result = printed[1]
+    contents = book_text[0][1]
+    first = result["contents"]["toc"][1]  # chapter 1
+    line = next(line for line in contents.splitlines() if first["text"] in line)
+    assert line.rstrip().endswith(str(result["pages"][first["id"]])), line
+
+
+def test_no_formula_is_left_as_tex(book_text):
+    for number, text in enumerate(book_text[1], start=1):
+        match = RAW_TEX.search(text)
+        where = match and text[max(0, match.start() - 60):match.end() + 20]
+        assert match is None, f"page {number} shows TeX: {where!r}"
+
+
+def test_every_figure_is_printed(printed):
+    result = printed[1]
+    reader = PdfReader(result["book"])
+    images = sum(len(page.images) for page in reader.pages)
+    assert result["contents"]["figures"] >= 40
+    assert images >= result["contents"]["figures"], (images, result["contents"]["figures"])
+
+
+def test_every_font_is_embedded(printed):
+    for path in [printed[1]["book"]] + [sheet["path"] for sheet in printed[1]["sheets"].values()]:
+        reader = PdfReader(path)
+        for number, page in enumerate(reader.pages, start=1):
+            fonts = page.get("/Resources", {}).get("/Font", {})
+            for reference in fonts.values():
+                font = reference.get_object()
+                if font.get("/Subtype") == "/Type3":
+                    continue  # drawn from the PDF's own glyph procedures
+                if font.get("/Subtype") == "/Type0":
+                    font = font["/DescendantFonts"][0].get_object()
+                descriptor = font["/FontDescriptor"].get_object()
+                embedded = ("/FontFile", "/FontFile2", "/FontFile3")
+                assert any(key in descriptor for key in embedded), (
+                    f"{Path(path).name} page {number}: {font.get('/BaseFont')} not embedded")
+
+
+def test_folded_code_is_left_out_and_its_figures_kept(book_text):
+    text = "\n".join(book_text[0])
+    assert "Show code cell source" not in text
+    assert "plotting.subplots" not in text.split("Solutions to the exercises")[0]
+
+
+def test_solutions_are_in_an_appendix_after_the_chapters(printed, book_text):
+    result = printed[1]
+    contents = result["contents"]
+    assert contents["solutions"] == contents["exercises"] > 0
+    pages = book_text[0]
+    appendix = result["pages"]["print-solutions"]
+    chapter_pages = " ".join(pages[:appendix - 1])
+    assert "Solution to" not in chapter_pages
+    assert "Solution to" in " ".join(pages[appendix - 1:])
+
+
+def test_each_exercise_sheet_holds_its_chapters_exercises_without_solutions(printed):
+    for number, sheet in printed[1]["sheets"].items():
+        assert sheet["exercises"] >= 3, (number, sheet)
+        text = _flat(" ".join(_read(sheet["path"])[0]))
+        assert f"Exercise {number}.1" in text
+        assert "Solution" not in text
+        assert _chapter_titles()[number] in text
+
+
+class _App:
+    def __init__(self, pdfs):
+        self.book_pdfs = pdfs
+
+
+def test_the_pdf_button_serves_the_book_or_the_chapters_sheet():
+    def pathto(name, resource):
+        return "../" + name
+
+    book = book_html._pdf_button(_App({"book": Path("near-the-identity.pdf")}),
+                                 "book/ch2_identity_matters/expressivity", pathto)
+    assert book["url"] == "../_pdf/near-the-identity.pdf"
+    sheets = _App({2: Path("exercises-ch2.pdf")})
+    assert book_html._pdf_button(sheets, "book/ch2_identity_matters/expressivity",
+                                 pathto)["url"] == "../_pdf/exercises-ch2.pdf"
+    assert book_html._pdf_button(sheets, "book/intro", pathto) is None
+    assert book_html._pdf_button(_App({}), "book/ch2_identity_matters/index", pathto) is None
