@@ -103,3 +103,15 @@ def test_no_cell_records_execution_timings(path):
         f"code cells {timed} store execution timestamps; re-run with "
         "make notebooks NB=... (record_timing=False)"
     )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_the_first_code_cell_installs_the_library_where_it_is_missing(path):
+    # Colab (and any kernel without this repository) opens a notebook whose
+    # imports need resnet_theory: the first code cell installs it, and does
+    # nothing where it is installed. The online book does not show the cell.
+    first = _code_cells(path)[0]
+    assert 'find_spec("resnet_theory") is None' in first.source
+    assert "%pip install" in first.source
+    assert "remove-cell" in first.metadata.get("tags", [])
+    assert not first.get("outputs"), "the install cell printed something: is the library missing?"
