@@ -31,6 +31,10 @@ the book must render from the build folder alone. For each page:
 - **student edition** (``python -m resnet_theory.homework student --html``): no
   solution box and no paragraph of any solution on any page.
 
+Besides the survey: the controls a reader taps (the phone's drawers, the desktop
+sidebar button, a solution's title), and the search page opened from disk, which
+shows a snippet of every page it finds.
+
 Where no Chromium is found (``CHROMIUM`` environment variable, ``chromium``,
 ``chromium-browser``), the tests are skipped with a message saying how to
 install one; under ``CI=true`` they fail instead.
@@ -658,3 +662,41 @@ def test_student_edition_shows_no_solution(survey):
         if problems:
             failures[page] = problems
     assert not failures, _report(failures)
+
+
+# Sphinx's search page shows a snippet of each page it finds by fetching that page;
+# from disk (file://) the browser forbids the fetch, and book/_ext/book_html.py
+# answers it from the pages' texts written into the build.
+SEARCH_QUERY = "margin"
+SEARCH_RESULTS = r"""
+() => Array.from(document.querySelectorAll('#search-results li')).map(li => ({
+  title: li.querySelector('a').textContent,
+  object: li.querySelector(':scope > span') !== null,
+  snippet: (li.querySelector('p.context') || {textContent: ''}).textContent,
+}))
+"""
+
+
+def test_search_from_disk_shows_a_snippet_of_each_page_found(book_build):
+    executable = _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = _Browser(playwright, executable)
+        try:
+            browser.record = {"requests": [], "errors": []}
+            url = (book_build.html / "search.html").as_uri() + f"?q={SEARCH_QUERY}"
+            browser.page.goto(url, wait_until="load")
+            browser.page.wait_for_function(
+                "document.querySelector('#search-results p.search-summary')"
+                ".textContent.includes('Search finished')")
+            browser.page.wait_for_timeout(1000)  # the last snippets
+            results = browser.page.evaluate(SEARCH_RESULTS)
+            errors = browser.record["errors"]
+        finally:
+            browser.close()
+    pages = [r for r in results if not r["object"]]
+    assert len(pages) >= 3, results
+    missing = [r["title"] for r in pages if SEARCH_QUERY not in r["snippet"].lower()]
+    assert not missing, f"results without a snippet showing '{SEARCH_QUERY}': {missing}"
+    assert not errors

@@ -14,11 +14,21 @@
   title (sphinx-togglebutton needs one).
 - The logo's text is dark grey: in dark mode the theme shows
   ``book/_static/logo-dark.svg`` instead, whose text is light.
+- Search results show a snippet of the page also when the book is opened from
+  disk (``file://``), where the browser forbids Sphinx's search page to fetch the
+  pages it summarises: the text of every page (kept with the ids of its
+  sections, so that a result's anchor finds its part) is written to
+  ``_static/search_texts.js``, and ``_static/search_offline.js`` on the search
+  page answers Sphinx's requests for those pages from it.
 """
 
+import html
+import json
 import re
 import shutil
 from pathlib import Path
+
+from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
 from sphinx.util import logging
 
@@ -35,6 +45,93 @@ THEBE = ("sphinx-thebe", "THEBE_JS_URL", "thebe@")
 # proof gets an id of its own, or a second one would never fold.
 PROOF_DROPDOWN = re.compile(
     r'<div class="(proof\b[^"]*\bdropdown\b[^"]*)" id="proof">\s*<p>')
+
+
+SEARCH_TEXTS = "search_texts.js"
+SEARCH_OFFLINE = "search_offline.js"
+# Loaded on the search page only; it does nothing when the book is served over
+# http(s), where Sphinx fetches the pages itself.
+SEARCH_OFFLINE_JS = """\
+// Offline search snippets (book/_ext/book_html.py): on file:// the browser
+// forbids fetch(), so the search page's requests for the pages it summarises
+// are answered from window.BOOK_SEARCH_TEXTS (search_texts.js).
+(() => {
+  if (location.protocol !== "file:") return;
+  const realFetch = window.fetch.bind(window);
+  window.fetch = (input, init) => {
+    const texts = window.BOOK_SEARCH_TEXTS || {};
+    const root = new URL(document.documentElement.dataset.content_root || "./",
+                         location.href);
+    const url = new URL(typeof input === "string" ? input : input.url, location.href);
+    if (url.href.startsWith(root.href) && url.pathname.endsWith(".html")) {
+      const page = decodeURIComponent(url.pathname.slice(root.pathname.length, -5));
+      if (page in texts) {
+        return Promise.resolve(new Response(texts[page],
+                                            {headers: {"Content-Type": "text/html"}}));
+      }
+    }
+    return realFetch(input, init);
+  };
+})();
+"""
+
+
+def _searchable(page):
+    """The text of a built page's main part as HTML that keeps only the ids.
+
+    Sphinx's search summary reads the text content of ``[role="main"]``, or of
+    ``[role="main"] #anchor`` for a result inside a page; every element with an id
+    is kept (as a ``div``) so that those queries find the same text as on the page.
+    """
+    soup = BeautifulSoup(page, "html.parser")
+    main = soup.select_one('[role="main"]')
+    if main is None:
+        return None
+    # The article header's buttons, the contents printed for paper, the page's
+    # sidebar and the prev/next links are not the page's text.
+    for element in main.select("script, style, .headerlink, .bd-header-article, "
+                               ".prev-next-area, .onlyprint, .bd-sidebar-secondary"):
+        element.decompose()
+
+    def text(node):
+        if isinstance(node, Comment):
+            return ""
+        if isinstance(node, NavigableString):
+            return html.escape(re.sub(r"\s+", " ", str(node)))
+        if not isinstance(node, Tag):
+            return ""
+        inner = "".join(text(child) for child in node.children)
+        if node.get("id"):
+            return f'<div id="{html.escape(node["id"], quote=True)}">{inner}</div>'
+        return inner
+
+    return '<div role="main">' + "".join(text(child) for child in main.children) + "</div>"
+
+
+def _add_search_scripts(app, pagename, templatename, context, doctree):
+    if app.builder.name == "html" and pagename == "search":
+        app.add_js_file(SEARCH_TEXTS)
+        app.add_js_file(SEARCH_OFFLINE)
+
+
+def _write_search_texts(app, exception):
+    # Read back from the written pages (an incremental build writes only some).
+    if exception is not None or app.builder.name != "html":
+        return
+    outdir = Path(app.outdir)
+    texts = {}
+    for docname in sorted(app.env.found_docs):
+        path = outdir / app.builder.get_target_uri(docname)
+        if path.is_file():
+            text = _searchable(path.read_text(encoding="utf-8"))
+            if text is not None:
+                texts[docname] = text
+    data = json.dumps(texts, sort_keys=True, ensure_ascii=True).replace("</", "<\\/")
+    static = outdir / "_static"
+    static.mkdir(exist_ok=True)
+    (static / SEARCH_TEXTS).write_text(f"window.BOOK_SEARCH_TEXTS = {data};\n",
+                                       encoding="utf-8")
+    (static / SEARCH_OFFLINE).write_text(SEARCH_OFFLINE_JS, encoding="utf-8")
 
 
 def _is_thebe(asset):
@@ -127,6 +224,8 @@ def setup(app):
     app.connect("builder-inited", _singlehtml_handlers)
     app.connect("builder-inited", _find_pdfs)
     app.connect("build-finished", _copy_pdfs)
+    app.connect("html-page-context", _add_search_scripts)
+    app.connect("build-finished", _write_search_texts)
     # After sphinx-book-theme (priority 500) has added its header buttons.
     app.connect("html-page-context", _clean_page, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
