@@ -23,6 +23,8 @@ GRADE_FLAGS     ?=
 # ASSIGNMENT: the book notebook or chapter folder the submissions answer (default:
 # the whole book, matched by file name); it fixes which exercises count.
 ASSIGNMENT      ?=
+# KEY: where `make answer-key` writes the answer key of ASSIGNMENT (see the README).
+KEY             ?= _build/answer-key.json
 ifneq ($(filter grade merge-marks,$(MAKECMDGOALS)),)
 ifeq ($(strip $(SUBMISSIONS)),)
 $(error make $(filter grade merge-marks,$(MAKECMDGOALS)) needs the folder of submitted notebooks: SUBMISSIONS=<folder>)
@@ -60,7 +62,8 @@ PORTABLE_CORETYPES ?= Prescott Sandybridge
 PDF_DIR  := _build/pdf
 CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
 
-.PHONY: help book pdf test test-portable lab lint clean student grade merge-marks notebooks
+.PHONY: help book pdf test test-portable lab lint clean student grade merge-marks notebooks \
+	answer-key
 
 help:
 	@echo "make book   build the HTML book into _build/html (with the PDF, when"
@@ -78,6 +81,9 @@ help:
 	@echo "make grade SUBMISSIONS=<folder> [JOBS=<n>]  run every .ipynb in <folder> in a"
 	@echo "               sandbox, n at a time, and check its answers; writes"
 	@echo "               <folder>/grades.csv and <folder>/feedback/"
+	@echo "make answer-key [ASSIGNMENT=<nb or folder>] [KEY=<file>]  run the assignment's"
+	@echo "               notebooks once and write the expected answers (default:"
+	@echo "               _build/answer-key.json); make grade computes it itself"
 	@echo "make merge-marks SUBMISSIONS=<folder>  add the marks of <folder>/manual-marks.csv"
 	@echo "               to <folder>/gradebook.csv"
 	@echo "make clean  remove _build (keeps .venv)"
@@ -151,6 +157,9 @@ student: $(STAMP)
 
 grade: $(STAMP)
 	$(BIN)/python -m resnet_theory.homework grade "$(SUBMISSIONS)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --timeout $(GRADE_TIMEOUT) --max-output-mb $(GRADE_OUTPUT_MB) --jobs $(JOBS) $(GRADE_FLAGS)
+
+answer-key: $(STAMP)
+	$(BIN)/python -m resnet_theory.homework answer-key $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --out "$(KEY)" --timeout $(GRADE_TIMEOUT)
 
 merge-marks: $(STAMP)
 	$(BIN)/python -m resnet_theory.homework merge-marks "$(SUBMISSIONS)"

@@ -81,3 +81,21 @@ def _build_book(out):
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     return BookBuild(result, out / "_build" / "html")
 
+
+
+@pytest.fixture(scope="session")
+def book_answer_key():
+    """The answer key of the book, computed from its notebooks as ``make grade`` does.
+
+    Every notebook with an exercise compared with a key runs once, in the
+    grader's sandbox; the key is cached (signed, keyed by each notebook's
+    SHA-256) in a folder of the system's temporary directory, so later runs
+    and the other pytest-xdist workers reuse it until a notebook changes.
+    """
+    from resnet_theory import homework
+
+    folder = Path(tempfile.gettempdir()) / "resnet_theory-answer-key"
+    folder.mkdir(exist_ok=True)
+    with FileLock(str(folder / "key.lock")):
+        return homework.compute_answer_key(ROOT / "book", jobs=2,
+                                           cache=folder / "answer-key.json")

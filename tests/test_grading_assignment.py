@@ -1,8 +1,9 @@
 """The exercises that count come from the assignment, never from the submission.
 
 Specification of issue 23, item 1, and of the grade book (item 6). An assignment
-notebook states one auto-graded exercise (the Chapter 5 trap depth) and one
-written exercise. Four students hand in, one folder each: alice answers right;
+notebook states one auto-graded exercise (the Chapter 5 trap depth), with its
+solution (from which the grader computes the answer key), and one written
+exercise. Four students hand in, one folder each: alice answers right;
 mallory adds a correct answer to an exercise of another chapter
 (``ex_dr_eps_budget_answer``), which must not add a column or a point; eve
 deletes the exercise cells, which must score 0 with "exercise removed" instead of
@@ -49,7 +50,7 @@ def graded(tmp_path_factory):
     assignment, folder = base / "assignment", base / "submissions"
     assignment.mkdir()
     nbformat.write(_notebook(AUTO, new_code_cell("ex_shamir_trap_depth_answer = None"),
-                             WRITTEN), assignment / "example.ipynb")
+                             new_code_cell(DEPTH), WRITTEN), assignment / "example.ipynb")
     students = {
         "alice": [AUTO, new_code_cell(DEPTH), WRITTEN,
                   new_markdown_cell("Because the saddle is <b>higher</b> than the minimum.")],
@@ -67,8 +68,10 @@ def graded(tmp_path_factory):
     return folder, status
 
 
-def test_the_inflating_answer_would_be_right(graded):
-    assert checks.ex_dr_eps_budget(math.tanh(math.log(10) / 100)).passed
+def test_the_inflating_answer_would_be_right(book_answer_key):
+    entry = checks.REGISTRY["ex-dr-eps-budget"]
+    key = book_answer_key.answers["ex-dr-eps-budget"]
+    assert entry.grade(math.tanh(math.log(10) / 100), key)[0] is True
 
 
 def test_grading_finishes(graded):

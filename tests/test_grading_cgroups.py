@@ -74,12 +74,13 @@ def cgroups():
 
 
 @pytest.fixture(scope="module")
-def capped(cgroups, tmp_path_factory):
+def capped(cgroups, tmp_path_factory, book_answer_key):
     folder = tmp_path_factory.mktemp("cgroups")
     _write(folder, {"honest.ipynb": [DEPTH], "memory.ipynb": [MEMORY],
                     "processes.ipynb": [PROCESSES], "cpu.ipynb": [CPU]})
     limits = homework.Limits(timeout=90, memory_bytes=1 << 30, processes=48, cpus=0.25)
-    grades = homework.grade_folder(folder, limits=limits, jobs=2, cgroups="require")
+    grades = homework.grade_folder(folder, limits=limits, jobs=2, cgroups="require",
+                                   answer_key=book_answer_key)
     return {grade.notebook: grade for grade in grades}
 
 

@@ -91,11 +91,11 @@ def _notebook(sources):
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, book_answer_key):
     folder = tmp_path_factory.mktemp("forgery")
     for name, sources in SUBMISSIONS.items():
         nbformat.write(_notebook(sources), folder / name)
-    grades = homework.grade_folder(folder, timeout=60, jobs=2)
+    grades = homework.grade_folder(folder, timeout=60, jobs=2, answer_key=book_answer_key)
     return {grade.notebook: grade for grade in grades}
 
 

@@ -29,7 +29,8 @@ MARKER = f"resnet-theory-interrupt-test-{uuid.uuid4().hex}"
 
 def _class(base):
     assignment, folder = base / "nb.ipynb", base / "submissions"
-    nbformat.write(new_notebook(cells=[EXERCISE], metadata={"kernelspec": KERNELSPEC}),
+    solution = new_code_cell("ex_shamir_trap_depth_answer = 0.25")  # gives the answer key
+    nbformat.write(new_notebook(cells=[EXERCISE, solution], metadata={"kernelspec": KERNELSPEC}),
                    assignment)
     cells = {"s1": "ex_shamir_trap_depth_answer = 0.5",
              "s2": f"import time\nmarker = {MARKER!r}\ntime.sleep(600)",

@@ -5,8 +5,10 @@ book's notebooks are examined statically (every notebook under ``book/``, so new
 chapters are covered automatically); real kernels run only in two shared
 grading fixtures: the Chapter 5 notebook with its auto-graded exercise (and its
 student edition), and a folder of small misbehaving notebooks (graded in the
-sandbox where ``bwrap`` works). Forged verdicts are specified in
-``test_grading_forgery.py``, the sandbox in ``test_grading_sandbox.py``.
+sandbox where ``bwrap`` works), both judged with the book's answer key.
+Forged verdicts are specified in ``test_grading_forgery.py``, the sandbox in
+``test_grading_sandbox.py``, the answer key in ``test_answer_key.py`` and the
+checks of every chapter in ``test_checks.py``.
 """
 
 import csv
@@ -22,7 +24,6 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from resnet_theory import checks, homework
-from resnet_theory.landscape import critical_points
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb")
@@ -162,9 +163,12 @@ def test_auto_graded_exercises_follow_the_protocol(path):
                 and f"checks.{label.replace('-', '_')}({name})" in c.source]
         assert call, f"{label}: no cell calls the check"
         # nbval proves the stored outputs are current, so the stored verdict is the
-        # verdict a fresh run of the solution gives: the solution scores full marks.
+        # verdict a fresh run of the solution gives: an answer of the right form
+        # (compared with the answer key when graded) or, for a property check, a
+        # correct one.
         outputs = "\n".join(_output_texts(call[-1]))
-        assert f"[correct] {label}" in outputs, outputs
+        mark = "form ok" if checks.REGISTRY[label].needs_key else "correct"
+        assert f"[{mark}] {label}" in outputs, outputs
 
 
 def test_every_registered_check_has_an_exercise_in_the_book():
@@ -319,19 +323,23 @@ def test_student_html_has_no_launch_buttons_that_open_the_solutions():
 
 # --------------------------------------------------------------------- the Chapter 5 check
 
-def _trap():
-    points = critical_points(eps=2.0, weight_decay=0.5)
-    minima = sorted((p for p in points if p.kind == "minimum"), key=lambda p: p.value)
-    (saddle,) = [p for p in points if p.kind == "saddle"]
-    return saddle, minima
+@pytest.fixture(scope="module")
+def depth(book_answer_key):
+    """The depth of the trap, from the answer key computed from the book."""
+    return book_answer_key.answers["ex-shamir-trap-depth"]
 
 
-def test_trap_depth_check_accepts_the_right_answer_in_any_numeric_form():
-    saddle, minima = _trap()
-    depth = saddle.value - minima[-1].value
+def test_trap_depth_check_accepts_the_right_answer_in_any_numeric_form(depth):
     for answer in (depth, np.float64(depth), np.array(depth), np.array([depth]),
                    round(depth, 7)):
-        assert checks.ex_shamir_trap_depth(answer).passed, answer
+        result = checks.ex_shamir_trap_depth(answer)
+        assert result.passed is None and "compared with the answer key" in result.reason
+
+
+def test_trap_depth_check_gives_a_wrong_answer_the_same_verdict(depth):
+    verdict = checks.ex_shamir_trap_depth(depth)
+    for wrong in (depth * 1.001, depth / 2, 0.5, 10.0, 1e-9):
+        assert checks.ex_shamir_trap_depth(wrong) == verdict
 
 
 def test_trap_depth_check_fails_without_an_answer():
@@ -339,27 +347,16 @@ def test_trap_depth_check_fails_without_an_answer():
     assert not result.passed and "ex_shamir_trap_depth_answer" in result.reason
 
 
-@pytest.mark.parametrize("junk", ["0.15", True, [0.1, 0.2], np.zeros(3), float("nan"), object()])
+@pytest.mark.parametrize("junk", ["0.15", True, [0.1, 0.2], np.zeros(3), float("nan"),
+                                  object(), -0.15, 0.0])
 def test_trap_depth_check_rejects_junk_without_raising(junk):
-    assert not checks.ex_shamir_trap_depth(junk).passed
+    result = checks.ex_shamir_trap_depth(junk)
+    assert result.passed is False
+    assert result.reason.startswith("expected a positive real number")
 
 
-def test_trap_depth_check_explains_plausible_mistakes():
-    saddle, minima = _trap()
-    from_global = checks.ex_shamir_trap_depth(saddle.value - minima[0].value)
-    assert not from_global.passed and "global minimum" in from_global.reason
-    negative = checks.ex_shamir_trap_depth(minima[-1].value - saddle.value)
-    assert not negative.passed and "positive" in negative.reason
-    from resnet_theory.landscape import objective
-    plain = objective(saddle.w, saddle.v, 2.0) - objective(minima[-1].w, minima[-1].v, 2.0)
-    unregularised = checks.ex_shamir_trap_depth(plain)
-    assert not unregularised.passed and "penalty" in unregularised.reason
-
-
-def test_trap_depth_check_does_not_reveal_the_answer():
-    saddle, minima = _trap()
-    depth = saddle.value - minima[-1].value
-    for answer in (0.1, 0.2, 1.0, saddle.value - minima[0].value):
+def test_trap_depth_check_does_not_reveal_the_answer(depth):
+    for answer in (0.1, 0.2, 1.0, depth, "x", -1.0):
         reason = checks.ex_shamir_trap_depth(answer).reason
         assert f"{depth:.2f}" not in reason and f"{depth:.3f}"[1:] not in reason
 
@@ -367,13 +364,13 @@ def test_trap_depth_check_does_not_reveal_the_answer():
 # ------------------------------------------------------------------------------ grading
 
 @pytest.fixture(scope="module")
-def real_submissions(tmp_path_factory):
+def real_submissions(tmp_path_factory, book_answer_key):
     """The Chapter 5 notebook as submitted with solutions, and its untouched student edition."""
     folder = tmp_path_factory.mktemp("real")
     shutil.copy(GRADED_NOTEBOOK, folder / "solution.ipynb")
     student = homework.split_solutions(nbformat.read(GRADED_NOTEBOOK, as_version=4)).notebook
     nbformat.write(student, folder / "untouched.ipynb")
-    grades = homework.grade_folder(folder, timeout=90, jobs=2)
+    grades = homework.grade_folder(folder, timeout=90, jobs=2, answer_key=book_answer_key)
     return folder, {g.notebook: g for g in grades}
 
 
@@ -413,14 +410,15 @@ HOSTILE = {
 
 
 @pytest.fixture(scope="module")
-def hostile_submissions(tmp_path_factory):
+def hostile_submissions(tmp_path_factory, book_answer_key):
     folder = tmp_path_factory.mktemp("hostile")
     for name, sources in HOSTILE.items():
         nbformat.write(_notebook(EXERCISE, *map(new_code_cell, sources)), folder / name)
     (folder / "not_a_notebook.ipynb").write_text("{ this is not json")
     (folder / "notes.txt").write_text("not a notebook, not graded\n")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    grades = homework.grade_folder(folder, timeout=5, max_output_bytes=1_000_000, jobs=2)
+    grades = homework.grade_folder(folder, timeout=5, max_output_bytes=1_000_000, jobs=2,
+                                   answer_key=book_answer_key)
     return folder, {g.notebook: g for g in grades}, before
 
 
@@ -449,7 +447,7 @@ def test_hostile_notebook_costs_only_its_own_row(hostile_submissions, name, stat
 def test_a_raising_notebook_keeps_running_and_is_checked(hostile_submissions):
     _, grades, _ = hostile_submissions
     passed, reason = grades["raises.ipynb"].results["ex-shamir-trap-depth"]
-    assert not passed and "not within" in reason  # the answer 0.6 after the error was seen
+    assert not passed and "does not match the answer key" in reason  # 0.6, after the error
 
 
 def test_printed_fake_results_are_ignored(hostile_submissions):

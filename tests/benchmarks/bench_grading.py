@@ -12,13 +12,16 @@ answer after the first written exercise. The class is a mix:
   cells deleted, a forged verdict and patched checks, a planted FIFO, a name
   starting with ``=``.
 
-It grades the class with :func:`resnet_theory.homework.grade_folder` (the
+It computes the answer key from the book's notebook (one run of the solution,
+timed on its own and cached in the class folder, as ``make grade`` does), then
+grades the class with :func:`resnet_theory.homework.grade_folder` (the
 assignment: the book's notebook) for each number of jobs (default 1 and 2),
 checks that every honest student scored full marks and no hostile one did,
-and prints a table: wall-clock seconds, seconds per notebook, and the speed-up
-over one job. With ``--keep DIR`` the last class and its results
-(``grades.csv``, ``gradebook.csv``, ``feedback/``, ``written-answers/``,
-``manual-marks.csv``) are left in ``DIR`` to look at.
+and prints a table: the seconds of the key, wall-clock seconds of grading,
+seconds per notebook, and the speed-up over one job. With ``--keep DIR`` the
+last class and its results (``grades.csv``, ``gradebook.csv``, ``feedback/``,
+``written-answers/``, ``manual-marks.csv``, ``answer-key.json``) are left in
+``DIR`` to look at.
 
 This is a script, not a test (pytest does not collect it). Run it from the
 repository root:
@@ -115,8 +118,12 @@ def grade_class(students, jobs, keep=None, timeout=180.0):
     try:
         kinds = make_class(folder, students)
         start = time.perf_counter()
+        homework.compute_answer_key(BOOK_NOTEBOOK, cache=folder / "answer-key.json",
+                                    echo=True)
+        key_seconds = time.perf_counter() - start
+        start = time.perf_counter()
         grades = homework.grade_folder(folder, jobs=jobs, assignment=BOOK_NOTEBOOK, echo=True,
-                                       timeout=timeout)
+                                       timeout=timeout)  # reuses the cached key
         seconds = time.perf_counter() - start
         with open(folder / "gradebook.csv", newline="") as handle:
             book = {row["student"].lstrip("'"): row for row in csv.DictReader(handle)}
@@ -130,7 +137,7 @@ def grade_class(students, jobs, keep=None, timeout=180.0):
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     ran = [g for g in grades if g.sandbox]
-    return seconds, len(ran), ran[0].sandbox if ran else "-"
+    return key_seconds, seconds, len(ran), ran[0].sandbox if ran else "-", len(wrong)
 
 
 def main():
@@ -144,16 +151,17 @@ def main():
     args = parser.parse_args()
     rows = []
     for jobs in args.jobs:
-        seconds, ran, sandbox = grade_class(args.students, jobs, args.keep, args.timeout)
-        rows.append((jobs, sandbox, seconds, ran))
+        key, seconds, ran, sandbox, wrong = grade_class(args.students, jobs, args.keep,
+                                                        args.timeout)
+        rows.append((jobs, sandbox, key, seconds, ran, wrong))
     print(f"\n{args.students} students (example_one.ipynb each), "
           f"{len(os.sched_getaffinity(0))} cores available")
-    print(f"{'jobs':>4} {'sandbox':>10} {'seconds':>8} {'runs':>5} {'s/notebook':>10} "
-          f"{'speed-up':>8}")
-    first = rows[0][2]
-    for jobs, sandbox, seconds, ran in rows:
-        print(f"{jobs:>4} {sandbox:>10} {seconds:>8.1f} {ran:>5} {seconds / ran:>10.2f} "
-              f"{first / seconds:>8.2f}", flush=True)
+    print(f"{'jobs':>4} {'sandbox':>10} {'key s':>6} {'seconds':>8} {'runs':>5} "
+          f"{'s/notebook':>10} {'speed-up':>8} {'unexpected':>10}")
+    first = rows[0][3]
+    for jobs, sandbox, key, seconds, ran, wrong in rows:
+        print(f"{jobs:>4} {sandbox:>10} {key:>6.1f} {seconds:>8.1f} {ran:>5} "
+              f"{seconds / ran:>10.2f} {first / seconds:>8.2f} {wrong:>10}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,27 +1,27 @@
-"""Checks for the exercises of the chapter on deep linear residual networks."""
+"""Checks for the exercises of Chapter 4, deep linear residual networks (``ex-dl-*``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._core import exercise_check
+from ._core import RealArray, exercise_check
 
-#: The matrix of exercise ex-dl-balanced: twice the rotation by a quarter turn.
+__all__ = ["ex_dl_balanced"]
+
+#: The matrix of the exercise's statement: twice the rotation by a quarter turn.
 _BALANCED_TARGET = np.array([[0.0, -2.0], [2.0, 0.0]])
-_BALANCED_DEPTH = 3
 
 
-@exercise_check("ex-dl-balanced")
-def ex_dl_balanced(answer):
-    """A balanced factorisation of 2 x (quarter turn) into three 2x2 factors."""
-    factors = np.asarray(answer, dtype=float)
-    if factors.shape != (_BALANCED_DEPTH, 2, 2):
-        return False, f"expected an array of shape (3, 2, 2), got shape {factors.shape}"
-    if not np.all(np.isfinite(factors)):
-        return False, "the factors contain non-finite entries"
-    prod = factors[0]
-    for factor in factors[1:]:
-        prod = factor @ prod
+@exercise_check("ex-dl-balanced", form=RealArray((3, 2, 2)))
+def ex_dl_balanced(factors):
+    """A balanced factorisation of 2 x (quarter turn) into three 2x2 factors.
+
+    A property check (it needs no answer key, since the exercise has many
+    right answers): the product ``factors[2] @ factors[1] @ factors[0]`` is the
+    target of the statement and all factors have the same singular values,
+    both within 1e-6.
+    """
+    prod = factors[2] @ factors[1] @ factors[0]
     if not np.allclose(prod, _BALANCED_TARGET, atol=1e-6):
         return False, ("the product factors[2] @ factors[1] @ factors[0] is not the target "
                        "matrix (check the order: factors[0] is applied first)")

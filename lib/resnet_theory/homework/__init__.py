@@ -20,16 +20,24 @@ One module per job:
 - ``resnet_theory.homework.grading``: :func:`collect_submissions` reads the
   untrusted submissions folder without following links (one folder per
   student, or file names matched to the assignment); :func:`grade_notebook`
-  and :func:`grade_folder` run the checks of :mod:`resnet_theory.checks` in the
-  grader's own process on the exported data, for the exercises of the
-  assignment (:func:`load_assignment`), several notebooks at once, and write
+  and :func:`grade_folder` judge the exported data in the grader's own process
+  with the checks of :mod:`resnet_theory.checks` and the answer key, for the
+  exercises of the assignment (:func:`load_assignment`), several notebooks at
+  once, and write
   ``grades.csv`` (row by row), ``gradebook.csv`` (one row per student), the
   feedback files and the pages of written answers for marking by hand
   (:func:`merge_marks` adds the marks).
+- ``resnet_theory.homework.answer_key``: the expected answers of the
+  exercises compared with a key. :func:`compute_answer_key` runs each
+  assignment notebook once (its solutions are trusted) through the same
+  sandbox and export as a submission and returns an :class:`AnswerKey`,
+  cached as JSON keyed by each notebook's SHA-256 (:func:`write_answer_key`,
+  :func:`read_answer_key`). The library holds no expected value.
 - ``resnet_theory.homework.cli``: the command line (``make student`` and
   ``make grade``)::
 
     python -m resnet_theory.homework student --root . --html _build/student-html
+    python -m resnet_theory.homework answer-key --assignment book/ch5_shamir --out key.json
     python -m resnet_theory.homework grade submissions/ --assignment book/ch5_shamir
     python -m resnet_theory.homework merge-marks submissions/
 
@@ -38,8 +46,16 @@ https://ebp-sphinx-exercise.readthedocs.io; bubblewrap,
 https://github.com/containers/bubblewrap.
 """
 
+from . import answer_key as _answer_key  # noqa: F401 (the module, for the docs)
 from . import grading as _grading
 from . import student as _student
+from .answer_key import (
+    AnswerKey,
+    KeyedNotebook,
+    compute_answer_key,
+    read_answer_key,
+    write_answer_key,
+)
 from .cli import main
 from .grading import (
     Assignment,
@@ -94,6 +110,11 @@ __all__ = [
     "write_student_editions",
     "student_html_config",
     "build_student_html",
+    "AnswerKey",
+    "KeyedNotebook",
+    "compute_answer_key",
+    "read_answer_key",
+    "write_answer_key",
     "NotebookGrade",
     "grade_notebook",
     "grade_folder",

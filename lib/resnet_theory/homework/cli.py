@@ -1,4 +1,4 @@
-"""The command line: ``python -m resnet_theory.homework student|grade|merge-marks ...``."""
+"""The command line: ``python -m resnet_theory.homework student|answer-key|grade|merge-marks``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from .answer_key import compute_answer_key
 from .grading import GradingInterrupted, default_assignment, grade_folder, merge_marks
 from .sandbox import Limits, SandboxUnavailable, driver_main
 from .student import build_student_html, solution_only_names, write_student_editions
@@ -52,6 +53,10 @@ def _parser():
                        help="largest exported answer in MB (default: 1)")
     grade.add_argument("--max-notebook-mb", type=float, default=Limits.notebook_bytes / 1e6,
                        help="largest submitted file graded, in MB (default: 20)")
+    grade.add_argument("--answer-key", default=None,
+                       help="the expected answers (a file written by the answer-key "
+                            "command), used as given; default: computed from the "
+                            "assignment and cached in <out>/answer-key.json")
     grade.add_argument("--feedback", choices=("verdict", "full"), default="verdict",
                        help="verdict (default): right or wrong, without the check's "
                             "explanation of a wrong answer; full: with it")
@@ -69,6 +74,26 @@ def _parser():
                         help="refuse to grade without a cgroup per submission")
     groups.add_argument("--no-cgroups", dest="cgroups", action="store_const", const="off",
                         help="no cgroup per submission")
+    key = commands.add_parser(
+        "answer-key", help="compute the answer key of an assignment",
+        description="Run every notebook of the assignment once (its solutions are "
+                    "trusted), export the answers of the exercises that are compared with "
+                    "a key, and write them as JSON, keyed by each notebook's SHA-256. An "
+                    "existing key file written by you is reused for the notebooks that "
+                    "did not change.")
+    key.add_argument("--assignment", default=None,
+                     help="the notebook or folder of notebooks (default: the book)")
+    key.add_argument("--out", required=True, help="the key file to write, e.g. key.json")
+    key.add_argument("--timeout", type=float, default=180.0,
+                     help="seconds per notebook (default: 180)")
+    key.add_argument("--jobs", "-j", type=int, default=1,
+                     help="notebooks run at once (default: 1)")
+    key_mode = key.add_mutually_exclusive_group()
+    key_mode.add_argument("--require-sandbox", dest="sandbox", action="store_const",
+                          const="require", default="auto",
+                          help="refuse to run when bubblewrap (bwrap) is missing or broken")
+    key_mode.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
+                          help="do not use bubblewrap even when it is installed")
     merge = commands.add_parser("merge-marks",
                                 help="merge manual-marks.csv into gradebook.csv")
     merge.add_argument("folder", help="where gradebook.csv is")
@@ -96,7 +121,8 @@ def _grade(args):
         grades = grade_folder(args.folder, limits=limits, echo=True, jobs=args.jobs,
                               sandbox=args.sandbox, cgroups=args.cgroups,
                               assignment=assignment, pattern=args.pattern, out=out,
-                              allow_root=args.allow_root, feedback=args.feedback)
+                              allow_root=args.allow_root, feedback=args.feedback,
+                              answer_key=args.answer_key)
     except GradingInterrupted as stopped:
         print(f"interrupted: {len(stopped.grades)} rows written to {out / 'grades.csv'}",
               file=sys.stderr)
@@ -109,8 +135,29 @@ def _grade(args):
     return 0
 
 
+def _answer_key(args):
+    assignment = args.assignment or default_assignment()
+    if assignment is None:
+        print("error: no assignment (and the book is not next to the library)",
+              file=sys.stderr)
+        return 2
+    try:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        key = compute_answer_key(assignment, limits=Limits(timeout=args.timeout),
+                                 sandbox=args.sandbox, jobs=args.jobs, cache=args.out,
+                                 echo=True)
+    except (ValueError, OSError, SandboxUnavailable) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    answers, notebooks = len(key.answers), len(key.notebooks)
+    print(f"wrote {args.out}: {answers} answer{'s' * (answers != 1)} from {notebooks} "
+          f"notebook{'s' * (notebooks != 1)} "
+          f"({', '.join(key.labels()) or 'no exercise is compared with a key'})")
+    return 0
+
+
 def main(argv: Iterable[str] | None = None):
-    """Command line: ``student``, ``grade`` and ``merge-marks`` (see
+    """Command line: ``student``, ``answer-key``, ``grade`` and ``merge-marks`` (see
     :mod:`resnet_theory.homework`).
 
     Parameters
@@ -122,9 +169,10 @@ def main(argv: Iterable[str] | None = None):
     -------
     int
         The exit status: 0; 2 for a bad folder or assignment, a planted output,
-        a required sandbox or cgroup that is not available, or grading as root
-        without ``--allow-root``; 130 when grading was interrupted (what was
-        graded is written).
+        a required sandbox or cgroup that is not available, grading as root
+        without ``--allow-root``, or an answer key that cannot be computed
+        (an assignment notebook that fails) or lacks an exercise; 130 when
+        grading was interrupted (what was graded is written).
 
     Examples
     --------
@@ -144,6 +192,8 @@ def main(argv: Iterable[str] | None = None):
         return 0
     if args.command == "grade":
         return _grade(args)
+    if args.command == "answer-key":
+        return _answer_key(args)
     root = Path(args.root)
     out = Path(args.out) if args.out else root / "_build" / "student"
     editions = write_student_editions(root / "book", out)

@@ -75,7 +75,7 @@ SANDBOX_MODES = ("auto", "require", "off")
 CGROUP_MODES = ("auto", "require", "off")
 #: What the grader writes into the output folder (never graded, never followed).
 OUTPUT_NAMES = ("grades.csv", "gradebook.csv", "feedback", "written-answers",
-                "manual-marks.csv")
+                "manual-marks.csv", "answer-key.json")
 
 _STATUS_ORDER = ("ok", "error", "output-limit", "timeout", "kernel-died", "invalid",
                  "skipped", "grader-error")
@@ -679,15 +679,28 @@ def _read_answers(scratch, nonce, manifest, variables, answer_bytes):
     return answers
 
 
-def _check(label, answer):
-    """Run the registered check of ``label`` on data, in this process."""
+#: The reason of an exercise compared with the answer key when there is no key.
+NO_KEY = ("not graded: there is no answer key for this exercise (grade with an "
+          "assignment, or pass --answer-key)")
+
+
+def _check(label, answer, expected):
+    """Judge ``answer`` (data) for ``label`` in this process: ``(passed, reason, checked)``.
+
+    ``expected`` maps labels to the answer key's values. ``checked`` says whether
+    the reason is the check's own (withheld from ``feedback="verdict"``).
+    """
     from ..checks import REGISTRY
 
+    entry = REGISTRY[label]
+    if entry.needs_key and label not in expected:
+        return False, NO_KEY, False
     try:
-        result = REGISTRY[label].function(answer)
+        passed, reason = entry.grade(answer, expected[label]) if entry.needs_key else \
+            entry.grade(answer)
     except Exception as error:  # a check must not raise; if it does, the row goes on
-        return False, f"the check failed on this answer ({type(error).__name__})"
-    return bool(result.passed), _one_line(result.reason)
+        return False, f"the check failed on this answer ({type(error).__name__})", True
+    return bool(passed), _one_line(reason), True
 
 
 # ------------------------------------------------------------------------- grading
@@ -742,7 +755,8 @@ def _warn_no_cgroup(why):
 
 
 def grade_notebook(path, labels=None, *, timeout=180.0, max_output_bytes=5_000_000,
-                   sandbox="auto", limits=None, assignment=None, cgroups="off"):
+                   sandbox="auto", limits=None, assignment=None, cgroups="off",
+                   answer_key=None):
     """Execute one submitted notebook in its sandbox and check its answers here.
 
     Parameters
@@ -769,6 +783,11 @@ def grade_notebook(path, labels=None, *, timeout=180.0, max_output_bytes=5_000_0
         Where the labels come from (see :func:`load_assignment`).
     cgroups : {"auto", "require", "off"}, optional
         Whether to cap the run's total resources with a cgroup.
+    answer_key : AnswerKey or path-like, optional
+        The expected answers of the compared exercises. Default: computed
+        from ``assignment``'s notebook (:func:`compute_answer_key`); without
+        either, a compared exercise is not graded (it scores 0, "no answer
+        key").
 
     Returns
     -------
@@ -815,12 +834,58 @@ def grade_notebook(path, labels=None, *, timeout=180.0, max_output_bytes=5_000_0
     key, _ = _match(path.name, assignment, None)
     submission = Submission(display_name(path.name), display_name(path.stem), key, data,
                             skipped)
-    return _grade(submission, labels, limits, bwrap, assignment, groups)
+    expected = _answer_key_for(answer_key, assignment, [submission] if data else [], limits,
+                               bwrap, groups, None, 1, False)
+    return _grade(submission, labels, limits, bwrap, assignment, groups, expected)
 
 
-def _grade(submission, labels, limits, bwrap, assignment, groups=None):
+def _answer_key_for(answer_key, assignment, submissions, limits, bwrap, groups, out, jobs,
+                    echo):
+    """``label -> expected value`` for grading ``submissions``: the given key, or one
+    computed from the assignment (cached in ``out``), or nothing without either."""
+    from ..checks import REGISTRY
+    from .answer_key import (
+        KEY_FILE,
+        AnswerKey,
+        _compute,
+        load_cached_key,
+        notebook_sha256,
+        read_answer_key,
+        save_cached_key,
+    )
+
+    needed = [] if assignment is None else \
+        [name for name in assignment.notebooks if any(s.assignment == name for s in submissions)]
+    if answer_key is not None:
+        key = answer_key if isinstance(answer_key, AnswerKey) else read_answer_key(answer_key)
+        missing = [label for name in needed for label in assignment.notebooks[name][1]
+                   if REGISTRY[label].needs_key and label not in key]
+        if missing:
+            raise ValueError(f"the answer key has no value for {', '.join(missing)}; compute "
+                             "it with: python -m resnet_theory.homework answer-key "
+                             "--assignment <notebook or folder> --out <key.json>")
+        for name in needed:
+            entry = key.notebooks.get(name)
+            path = assignment.notebooks[name][3]
+            if entry is not None and entry.sha256 and \
+                    entry.sha256 != notebook_sha256(Path(path).read_bytes()):
+                print(f"warning: the answer key was computed from another version of {path} "
+                      "(its SHA-256 differs); it is used as given", file=sys.stderr)
+        return key.answers
+    if assignment is None:
+        return {}
+    cache = None if out is None else Path(out) / KEY_FILE
+    cached = load_cached_key(cache, echo=echo) if cache is not None else None
+    key = _compute(assignment, needed, limits, bwrap, groups, cached, jobs, echo)
+    if cache is not None and key.notebooks:
+        save_cached_key(key, cache, cached)
+    return key.answers
+
+
+def _grade(submission, labels, limits, bwrap, assignment, groups=None, key_values=None):
     from ..checks import REGISTRY
 
+    key_values = {} if key_values is None else key_values
     base = {"student": submission.student, "assignment": submission.assignment}
     if submission.skipped:
         return NotebookGrade(submission.path, "skipped", _one_line(submission.skipped), {},
@@ -876,8 +941,10 @@ def _grade(submission, labels, limits, bwrap, assignment, groups=None):
                 why += f"; the run ended with: {reason}"
             results[label] = (False, _one_line(why))
         else:
-            results[label] = _check(label, answer)
-            checked.append(label)
+            passed, why, own = _check(label, answer, key_values)
+            results[label] = (passed, why)
+            if own:
+                checked.append(label)
     seconds = payload.get("elapsed", 0.0)
     return NotebookGrade(submission.path, status, reason, results,
                          "bubblewrap" if bwrap else "none",
@@ -1302,7 +1369,8 @@ def _format_seconds(seconds):
 
 def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=False,
                  jobs=1, sandbox="auto", limits=None, assignment=None, pattern=None,
-                 out=None, cgroups="auto", allow_root=True, feedback="full"):
+                 out=None, cgroups="auto", allow_root=True, feedback="full",
+                 answer_key=None):
     """Grade every notebook in ``folder`` and write the results.
 
     Parameters
@@ -1334,6 +1402,14 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
     allow_root : bool, optional
         ``False`` refuses to run any submission as root (the command line's
         default; pass ``--allow-root`` there).
+    answer_key : AnswerKey or path-like, optional
+        The expected answers of the compared exercises (trusted as given).
+        Default, with an assignment: computed from the assignment's notebooks
+        that were handed in (each run once, in the same sandbox and limits),
+        and cached in ``out / "answer-key.json"`` keyed by each notebook's
+        SHA-256, so a later run reuses it until a notebook changes (see
+        :func:`resnet_theory.homework.compute_answer_key`). Without an assignment or
+        a key, compared exercises are not graded.
 
     Returns
     -------
@@ -1344,8 +1420,9 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
     ------
     ValueError
         If ``folder`` is not a directory, ``jobs`` is not a positive integer, an
-        output target is a symbolic link or of the wrong kind, or (with
-        ``allow_root=False``) the grader runs as root.
+        output target is a symbolic link or of the wrong kind, (with
+        ``allow_root=False``) the grader runs as root, or the answer key cannot
+        be computed from the assignment or lacks an exercise.
     SandboxUnavailable
         With ``sandbox="require"`` when ``bwrap`` is missing or does not work.
     GradingInterrupted
@@ -1411,10 +1488,10 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
         keys = {s.assignment for s in submissions}
         labels_ahead = [label for key in assignment.notebooks if key in keys
                         for label in assignment.notebooks[key][1]]
-    journal = _Journal(out, labels_ahead)
     done, started = [], monotonic()
     interrupted = threading.Event()
     total = len(submissions)
+    expected = {}
 
     def report(grade):
         done.append(grade)
@@ -1432,7 +1509,7 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
         if interrupted.is_set():
             return None
         try:
-            return _grade(submission, None, limits, bwrap, assignment, groups)
+            return _grade(submission, None, limits, bwrap, assignment, groups, expected)
         except Exception as error:  # the grader itself must go on with the next row
             return NotebookGrade(submission.path, "grader-error",
                                  _one_line(f"the grader failed ({type(error).__name__})"),
@@ -1447,7 +1524,18 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, on_signal)
+    journal = None
     try:
+        try:
+            expected.update(_answer_key_for(answer_key, assignment, runnable, limits, bwrap,
+                                            groups, out, jobs, echo))
+        except ValueError:
+            if interrupted.is_set():
+                raise GradingInterrupted([]) from None
+            raise
+        if interrupted.is_set():
+            raise GradingInterrupted([])
+        journal = _Journal(out, labels_ahead)
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(one, s) for s in submissions]
             for future in as_completed(futures):
@@ -1474,7 +1562,8 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        journal.close()
+        if journal is not None:
+            journal.close()
     grades = sorted(done, key=lambda g: g.notebook)
     write_grades(grades, out, assignment=assignment, feedback=feedback)
     marks_path = out / "manual-marks.csv"
