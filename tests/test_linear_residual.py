@@ -117,6 +117,58 @@ def test_gradient_lower_bound_rejects_points_outside_the_ball():
         gradient_lower_bound(np.full((2, 1, 1), 0.6), np.eye(1), np.eye(1), 0.5)
 
 
+# huge rank-one weights put A_i on the sphere ||A_i|| = tau; the library's
+# first formula, through eigh(W^T W), put ||A_i|| up to 1e-6 above tau
+HUGE_WEIGHTS = np.array([
+    1e10 * np.array([[3.0, 3.0], [1.0, 1.0]]),
+    1e9 * np.ones((2, 2)),
+])
+HUGE_TAU = 0.31582937101109626
+
+
+def test_gradient_lower_bound_accepts_ball_points_with_huge_weights():
+    inside = ball_parametrisation(HUGE_WEIGHTS, HUGE_TAU)
+    norms = np.linalg.norm(inside, 2, axis=(1, 2))
+    assert norms.max() <= HUGE_TAU * (1 + 64 * np.finfo(float).eps)
+    np.testing.assert_allclose(norms, HUGE_TAU, rtol=1e-12)  # on the sphere
+    target, covariance = 2 * np.eye(2), np.diag([1.0, 0.5])
+    bound = gradient_lower_bound(inside, target, covariance, HUGE_TAU)
+    grad = risk_gradient(inside, target, covariance)
+    assert np.sum(grad**2) >= bound * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("ulps", [1, 4, 32])
+def test_gradient_lower_bound_tolerates_a_few_ulps(ulps):
+    tau = 0.3
+    edge = np.full((3, 1, 1), -tau * (1 + ulps * np.finfo(float).eps))
+    assert gradient_lower_bound(edge, np.eye(1), np.eye(1), tau) > 0
+
+
+def test_gradient_lower_bound_rejects_points_just_outside_the_ball():
+    edge = np.full((3, 1, 1), -0.3 * (1 + 1e-12))
+    with pytest.raises(ValueError, match="factors must lie in the ball"):
+        gradient_lower_bound(edge, np.eye(1), np.eye(1), 0.3)
+
+
+@settings(max_examples=30)
+@given(
+    seed=st.integers(0, 10_000),
+    d=st.integers(1, 6),
+    log_scale=st.floats(0, 200),
+    tau=st.floats(0.01, 0.99),
+)
+def test_ball_parametrisation_stays_within_a_few_ulps_of_the_ball(
+    seed, d, log_scale, tau
+):
+    weights = 10.0**log_scale * np.random.default_rng(seed).standard_normal(
+        (2, d, d)
+    )
+    a = ball_parametrisation(weights, tau)
+    assert np.all(np.isfinite(a))
+    norms = np.linalg.norm(a, 2, axis=(1, 2))
+    assert norms.max() <= tau * (1 + 64 * np.finfo(float).eps)
+
+
 def test_gradient_lower_bound_rejects_tau_at_least_one():
     with pytest.raises(ValueError, match="tau"):
         gradient_lower_bound(np.zeros((2, 1, 1)), np.eye(1), np.eye(1), 1.0)
