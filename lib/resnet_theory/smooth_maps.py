@@ -611,12 +611,14 @@ def layer_seminorm_bound(scalings, smoothness, inverse_lipschitz, radius) -> np.
     scalings : array_like, shape (m,)
         :math:`a_1 < \dots < a_m`; :math:`a_0 = 0`.
     smoothness : float
-        :math:`\alpha`, a Lipschitz constant of :math:`Dh` on
-        :math:`\mathcal{X}`: :math:`\|Dh(x) - Dh(y)\| \le \alpha \|x - y\|`.
+        :math:`\alpha`, a Lipschitz constant of :math:`Dh` on a convex set
+        :math:`B` that contains the origin and :math:`\mathcal{X}` (not only on
+        :math:`\mathcal{X}`: the rescaled points :math:`a x` leave it):
+        :math:`\|Dh(x) - Dh(y)\| \le \alpha \|x - y\|` on :math:`B`.
     inverse_lipschitz : float
-        :math:`M \ge \|h^{-1}\|_L`.
+        :math:`M`, a Lipschitz constant of :math:`h^{-1}` on :math:`h(B)`.
     radius : float
-        :math:`R = \sup_{x \in \mathcal{X}} \|x\|`.
+        :math:`R = \sup_{w \in B} \|w\|`.
 
     Returns
     -------
