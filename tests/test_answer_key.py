@@ -191,9 +191,9 @@ def test_full_feedback_says_right_or_wrong_without_direction(class_folder, tmp_p
         folder, assignment=path, jobs=2, sandbox="off", cgroups="off", out=tmp_path,
         feedback="full")}
     assert grades["wes/example.ipynb"].results[LABEL] == (
-        False, "does not match the answer key (within a relative 1e-05)")
+        False, "does not match the answer key (within a relative 1e-5)")
     assert grades["alice/example.ipynb"].results[LABEL] == (
-        True, "matches the answer key (within a relative 1e-05)")
+        True, "matches the answer key (within a relative 1e-5)")
 
 
 def test_an_explicit_key_is_used_as_given(class_folder, tmp_path, runs):

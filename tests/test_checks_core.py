@@ -73,7 +73,7 @@ def test_a_compared_check_validates_the_form_only_and_says_so(registry):
     assert result.passed is None and not result
     assert " ".join(repr(result).split()) == (
         "[form ok] ex-test-area: a positive real number; it is compared with the answer key "
-        "(within a relative 1e-05) when graded")
+        "(within a relative 1e-5) when graded")
 
 
 def test_a_compared_check_gives_the_same_verdict_to_every_answer_of_the_right_form(registry):
@@ -132,10 +132,10 @@ def test_a_long_verdict_wraps_to_the_page_and_keeps_every_word():
 def test_the_grader_compares_with_the_key_without_partial_credit_or_direction(registry):
     entry = (_compared(), registry["ex-test-area"])[1]
     assert entry.grade(3.14159, np.pi) == (True, "matches the answer key (within a relative "
-                                                 "1e-05)")
+                                                 "1e-5)")
     below, above = entry.grade(3.0, np.pi), entry.grade(3.3, np.pi)
     assert below[0] is above[0] is False
-    assert below[1] == above[1] == "does not match the answer key (within a relative 1e-05)"
+    assert below[1] == above[1] == "does not match the answer key (within a relative 1e-5)"
 
 
 def test_the_grader_does_not_grade_a_compared_exercise_without_a_key(registry):

@@ -18,7 +18,7 @@ the statement) and either
   when grading (:func:`resnet_theory.homework.compute_answer_key`) and not in this
   package. Run in a notebook, such a check validates the form only and says
   so: ``[form ok] ex-...: a positive real number; it is compared with the
-  answer key (within a relative 1e-05) when graded``. Its verdict is the same
+  answer key (within a relative 1e-5) when graded``. Its verdict is the same
   for the right answer and for every wrong answer of the right form, so it
   cannot be used to search for the answer;
 - or a **property** that recognises every correct answer by itself (for a

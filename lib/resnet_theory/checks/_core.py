@@ -393,6 +393,11 @@ class BooleanArray:
 
 # ------------------------------------------------------------------- comparisons
 
+def _scientific(x):
+    """``1e-5`` for 0.00001, ``2.5e-3`` for 0.0025."""
+    return np.format_float_scientific(x, trim="-", exp_digits=1)
+
+
 @dataclass(frozen=True)
 class Close:
     """Compare with the answer key: ``|answer - key| <= atol + rtol |key|``, entrywise.
@@ -407,7 +412,7 @@ class Close:
     >>> close(3.14159, math.pi), close(3.1415, math.pi)
     (True, False)
     >>> close.description
-    'within a relative 1e-05'
+    'within a relative 1e-5'
     """
 
     rtol: float = 0.0
@@ -422,9 +427,9 @@ class Close:
         """The tolerance in words."""
         parts = []
         if self.rtol:
-            parts.append(f"a relative {self.rtol:g}")
+            parts.append(f"a relative {_scientific(self.rtol)}")
         if self.atol:
-            parts.append(f"an absolute {self.atol:g}")
+            parts.append(f"an absolute {_scientific(self.atol)}")
         return "within " + " or ".join(parts) if len(parts) == 1 else \
             "within " + " plus ".join(parts)
 
@@ -596,7 +601,7 @@ def exercise_check(label: str, *, form, compare=None, registry=None):
     ...     '''The area of the unit disk, to six significant digits.'''
     >>> print(ex_demo_area(3.14159))
     [form ok] ex-demo-area: a positive real number; it is compared with the
-        answer key (within a relative 1e-05) when graded
+        answer key (within a relative 1e-5) when graded
     >>> ex_demo_area(3.14159) == ex_demo_area(2.0)
     True
     >>> print(ex_demo_area(-1.0))
