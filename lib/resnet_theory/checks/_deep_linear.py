@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import RealArray, exercise_check
+from ._core import Close, Number, RealArray, exercise_check
 
-__all__ = ["ex_dl_balanced"]
+__all__ = ["ex_dl_balanced", "ex_dl_step_size", "ex_dl_measure_rate"]
 
 #: The matrix of the exercise's statement: twice the rotation by a quarter turn.
 _BALANCED_TARGET = np.array([[0.0, -2.0], [2.0, 0.0]])
@@ -30,3 +30,25 @@ def ex_dl_balanced(factors):
         return False, ("the product is right, but the factors' singular values are not all "
                        "equal, so the factorisation is not balanced")
     return True, "the factors multiply to the target and all have the same singular values"
+
+
+@exercise_check("ex-dl-step-size", form=RealArray((5,), low=0.005, high=2.0),
+                compare=Close(rtol=1e-3))
+def ex_dl_step_size():
+    """For Phi = diag(1.5, 0.7) and L = 2, 4, 8, 16, 32, the largest step size on the
+    grid np.geomspace(0.005, 2.0, 25) for which the loss after 300 steps of
+    gradient descent from the identity is below 1e-8.
+
+    A real array of shape (5,) with entries on the grid's range, compared
+    entrywise with the answer key within a relative 1e-3 (the grid's points are
+    a factor 1.28 apart; four significant digits pass).
+    """
+
+
+@exercise_check("ex-dl-measure-rate", form=Number(low=0, high=1), compare=Close(atol=1e-4))
+def ex_dl_measure_rate():
+    """The asymptotic factor l(t+1)/l(t) of the scalar recursion for L = 8,
+    eigenvalues 0.1 and 1, eta = 1/16, measured on a run of 3000 steps.
+
+    A real number in [0, 1], compared with the answer key within an absolute 1e-4.
+    """
