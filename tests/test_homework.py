@@ -177,11 +177,9 @@ def test_every_registered_check_has_an_exercise_in_the_book():
     assert set(checks.REGISTRY) <= stated
 
 
-def test_each_chapter_has_an_auto_graded_exercise():
-    for chapter in sorted({p.parent for p in BOOK_NOTEBOOKS}):
-        labels = [label for p in chapter.glob("*.ipynb")
-                  for label in homework.auto_graded_labels(nbformat.read(p, as_version=4))]
-        assert labels, chapter.name
+@pytest.mark.parametrize("path", BOOK_NOTEBOOKS, ids=_ids(BOOK_NOTEBOOKS))
+def test_each_notebook_has_an_auto_graded_exercise(path):
+    assert homework.auto_graded_labels(nbformat.read(path, as_version=4))
 
 
 # ---------------------------------------------------------- split_solutions on small cases
