@@ -397,8 +397,12 @@ HOSTILE = {
                      "ex_shamir_trap_depth_answer = 0.6"],
     "loops.ipynb": ["while True:\n    pass"],
     "floods.ipynb": ["for _ in range(40):\n    print('x' * 100_000)"],
+    # (IPython's history journal may vanish between listdir and remove.)
     "deletes.ipynb": ["import os, shutil\nfor name in os.listdir('.'):\n"
-                      "    shutil.rmtree(name) if os.path.isdir(name) else os.remove(name)"],
+                      "    try:\n"
+                      "        shutil.rmtree(name) if os.path.isdir(name) else os.remove(name)\n"
+                      "    except FileNotFoundError:\n"
+                      "        pass"],
     "exits.ipynb": ["import sys\nsys.exit(1)"],
     "os_exits.ipynb": ["import os\nos._exit(0)"],
     "fakes.ipynb": ["print('{\"results\": {\"ex-shamir-trap-depth\": [true, \"ok\"]}}')",

@@ -170,25 +170,34 @@ def test_product_of_no_factors_is_identity_and_rejects_non_square():
         near_identity_product(np.zeros((3, 2, 3)))
 
 
-def test_check_accepts_the_smallest_depth_for_the_half_turn():
+def _half_turn_depth():
+    # Every factor of -I = R(pi) is a rotation by pi/L, of norm 2 sin(pi/(2L)).
+    return next(L for L in range(1, 100) if 2 * np.sin(np.pi / (2 * L)) <= 0.1)
+
+
+def test_the_library_gives_the_half_turn_depth_the_answer_key_expects():
     from resnet_theory import checks
+    from resnet_theory.checks import REGISTRY
 
     depth = next(
         L for L in range(1, 100) if max_norm(near_identity_factors(-np.eye(2), L)) <= 0.1
     )
-    assert checks.ex_im_rotation_depth(depth).passed
-    assert checks.ex_im_rotation_depth(np.int64(depth)).passed
+    entry = REGISTRY["ex-im-rotation-depth"]
+    for answer in (depth, np.int64(depth)):
+        assert entry.compare(entry.form.normalise(answer), _half_turn_depth())
+        assert checks.ex_im_rotation_depth(answer).passed is None  # form only
 
 
-def test_check_rejects_missing_and_wrong_depths():
+def test_check_rejects_missing_malformed_and_wrong_depths():
     from resnet_theory import checks
+    from resnet_theory.checks import REGISTRY
 
-    assert not checks.ex_im_rotation_depth(None).passed
-    too_small = checks.ex_im_rotation_depth(31)
-    assert not too_small.passed and "2 sin" in too_small.reason
-    assert not checks.ex_im_rotation_depth(40).passed
-    assert not checks.ex_im_rotation_depth(31.5).passed
-    assert not checks.ex_im_rotation_depth("32x").passed
+    assert checks.ex_im_rotation_depth(None).passed is False
+    assert checks.ex_im_rotation_depth(31.5).passed is False
+    assert checks.ex_im_rotation_depth("32x").passed is False
+    entry = REGISTRY["ex-im-rotation-depth"]
+    for wrong in (31, 40):
+        assert not entry.compare(wrong, _half_turn_depth())
 
 
 @pytest.mark.parametrize(
