@@ -159,6 +159,17 @@ def _numeric_array(answer):
     return array
 
 
+def _single_number(answer, description):
+    """``answer`` as a numeric array of one element, or :class:`FormError`."""
+    try:
+        array = _numeric_array(answer)
+    except FormError as error:
+        raise FormError(f"expected {description}, got {error}") from None
+    if array.size != 1:
+        raise FormError(f"expected {description}, got {_kind(answer)}")
+    return array
+
+
 @dataclass(frozen=True)
 class Number:
     """The form of an answer that is one real number, in a plausible range.
@@ -204,12 +215,7 @@ class Number:
 
     def normalise(self, answer) -> float:
         """The answer as a finite ``float`` within the range, or :class:`FormError`."""
-        try:
-            array = _numeric_array(answer)
-        except FormError as error:
-            raise FormError(f"expected {self.description}, got {error}") from None
-        if array.size != 1:
-            raise FormError(f"expected {self.description}, got {_kind(answer)}")
+        array = _single_number(answer, self.description)
         value = float(array.reshape(()))
         if not math.isfinite(value):
             raise FormError(f"expected {self.description}, got a value that is not finite")
@@ -255,12 +261,7 @@ class Integer:
 
     def normalise(self, answer) -> int:
         """The answer as an ``int`` within the range, or :class:`FormError`."""
-        try:
-            array = _numeric_array(answer)
-        except FormError as error:
-            raise FormError(f"expected {self.description}, got {error}") from None
-        if array.size != 1:
-            raise FormError(f"expected {self.description}, got {_kind(answer)}")
+        array = _single_number(answer, self.description)
         scalar = array.reshape(())[()]
         if array.dtype.kind in "iu":
             value = int(scalar)

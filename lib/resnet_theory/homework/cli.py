@@ -15,6 +15,17 @@ from .student import build_student_html, solution_only_names, write_student_edit
 __all__ = ["main"]
 
 
+
+def _add_sandbox_options(command, verb):
+    """``--require-sandbox`` / ``--no-sandbox`` (destination ``sandbox``) for a command."""
+    mode = command.add_mutually_exclusive_group()
+    mode.add_argument("--require-sandbox", dest="sandbox", action="store_const",
+                      const="require", default="auto",
+                      help=f"refuse to {verb} when bubblewrap (bwrap) is missing or broken")
+    mode.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
+                      help="do not use bubblewrap even when it is installed")
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="python -m resnet_theory.homework",
                                      description="Student editions and grading.")
@@ -62,12 +73,7 @@ def _parser():
                             "explanation of a wrong answer; full: with it")
     grade.add_argument("--allow-root", action="store_true",
                        help="grade even as root (for CI tests in a throwaway container)")
-    mode = grade.add_mutually_exclusive_group()
-    mode.add_argument("--require-sandbox", dest="sandbox", action="store_const",
-                      const="require", default="auto",
-                      help="refuse to grade when bubblewrap (bwrap) is missing or broken")
-    mode.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
-                      help="do not use bubblewrap even when it is installed")
+    _add_sandbox_options(grade, "grade")
     groups = grade.add_mutually_exclusive_group()
     groups.add_argument("--require-cgroups", dest="cgroups", action="store_const",
                         const="require", default="auto",
@@ -88,12 +94,7 @@ def _parser():
                      help="seconds per notebook (default: 180)")
     key.add_argument("--jobs", "-j", type=int, default=1,
                      help="notebooks run at once (default: 1)")
-    key_mode = key.add_mutually_exclusive_group()
-    key_mode.add_argument("--require-sandbox", dest="sandbox", action="store_const",
-                          const="require", default="auto",
-                          help="refuse to run when bubblewrap (bwrap) is missing or broken")
-    key_mode.add_argument("--no-sandbox", dest="sandbox", action="store_const", const="off",
-                          help="do not use bubblewrap even when it is installed")
+    _add_sandbox_options(key, "run")
     merge = commands.add_parser("merge-marks",
                                 help="merge manual-marks.csv into gradebook.csv")
     merge.add_argument("folder", help="where gradebook.csv is")
