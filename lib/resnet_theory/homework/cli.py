@@ -15,7 +15,6 @@ from .student import build_student_html, solution_only_names, write_student_edit
 __all__ = ["main"]
 
 
-
 def _add_sandbox_options(command, verb):
     """``--require-sandbox`` / ``--no-sandbox`` (destination ``sandbox``) for a command."""
     mode = command.add_mutually_exclusive_group()
