@@ -47,9 +47,11 @@ NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | so
 # Tests: `make test` runs the whole suite on TEST_JOBS pytest-xdist workers (default:
 # the number of cores; TEST_JOBS=0 runs it in one process). A notebook's cells run
 # in order in one kernel, and every test file stays whole on one worker
-# (--dist loadfile), so module fixtures are built once.
+# (--dist loadfile), so module fixtures are built once. The files are handed out in
+# the order conftest.py gives them (--no-loadscope-reorder): the longest first, then
+# the notebooks, whose nbval run also gives the answer key, then the tests that need it.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
+PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 # `make test-portable` re-runs every notebook under nbval with OpenBLAS rounding like
 # other CPUs: the stored outputs must not depend on the machine's BLAS kernel.
 PORTABLE_CORETYPES ?= Prescott Sandybridge

@@ -1,5 +1,6 @@
 """Shared test configuration: a deterministic Hypothesis profile, a headless backend,
-and one strict build of the HTML book per session."""
+and one strict build of the HTML book per session. (The book's answer key, the
+``book_answer_key`` fixture, is in the repository's top-level conftest.py.)"""
 
 import collections
 import json
@@ -46,7 +47,7 @@ def _jupyter_book():
 
 
 @pytest.fixture(scope="session")
-def book_build(tmp_path_factory, worker_id):
+def book_build(tmp_path_factory, request):
     """``jupyter-book build -W -n --keep-going`` of the book into a temporary folder.
 
     Built once per run and shared by tests/test_book_build.py, tests/test_browser.py
@@ -54,7 +55,7 @@ def book_build(tmp_path_factory, worker_id):
     ``BookBuild(result, html)``: the finished process and the folder of HTML pages
     (``html / "index.html"``).
     """
-    if worker_id == "master":  # not under pytest-xdist: build into this session's folder
+    if not hasattr(request.config, "workerinput"):  # not a pytest-xdist worker
         return _build_book(tmp_path_factory.mktemp("book"))
     # Under pytest-xdist every worker has a session of its own: the first worker to
     # ask builds into the folder the workers share, the others wait and reuse it.
@@ -80,22 +81,3 @@ def _build_book(out):
     env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1")
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     return BookBuild(result, out / "_build" / "html")
-
-
-
-@pytest.fixture(scope="session")
-def book_answer_key():
-    """The answer key of the book, computed from its notebooks as ``make grade`` does.
-
-    Every notebook with an exercise compared with a key runs once, in the
-    grader's sandbox; the key is cached (signed, keyed by each notebook's
-    SHA-256) in a folder of the system's temporary directory, so later runs
-    and the other pytest-xdist workers reuse it until a notebook changes.
-    """
-    from resnet_theory import homework
-
-    folder = Path(tempfile.gettempdir()) / "resnet_theory-answer-key"
-    folder.mkdir(exist_ok=True)
-    with FileLock(str(folder / "key.lock")):
-        return homework.compute_answer_key(ROOT / "book", jobs=2,
-                                           cache=folder / "answer-key.json")

@@ -158,6 +158,7 @@ DROPDOWNS_ON_LOAD = r"""
 OPEN_DROPDOWNS = r"""
 async () => {
   const boxes = Array.from(document.querySelectorAll('.solution.dropdown'));
+  if (!boxes.length) return [];
   for (const box of boxes) {
     const title = box.querySelector(':scope > .admonition-title');
     if (title) title.click();
@@ -307,14 +308,11 @@ def _source_of(page):
 
 
 class _Browser:
-    """One Chromium, one tab, the network cut off; records what each page asks for."""
+    """One tab of ``chromium`` in a context of its own, the network cut off; records
+    what each page asks for."""
 
-    def __init__(self, playwright, executable):
-        args = list(CHROMIUM_ARGS)
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            args.append("--no-sandbox")  # Chromium refuses to sandbox as root
-        self.browser = playwright.chromium.launch(executable_path=executable, args=args)
-        self.context = self.browser.new_context(viewport=DESKTOP, service_workers="block")
+    def __init__(self, chromium):
+        self.context = chromium.new_context(viewport=DESKTOP, service_workers="block")
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.set_default_timeout(PAGE_TIMEOUT_MS)
@@ -350,7 +348,24 @@ class _Browser:
 
     def close(self):
         self.context.close()
-        self.browser.close()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """The system's Chromium, started once for this file's tests (each opens its own
+    context, so no cookie, storage or history is shared)."""
+    executable = _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    args = list(CHROMIUM_ARGS)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--no-sandbox")  # Chromium refuses to sandbox as root
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=args)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def _survey_book(browser, html_root):
@@ -382,28 +397,24 @@ def _build_student_edition(out):
 
 
 @pytest.fixture(scope="module")
-def survey(book_build, tmp_path_factory):
+def survey(book_build, chromium, tmp_path_factory):
     """Everything the browser saw, per page: {"book": {...}, "student": {...}}."""
-    executable = _need_chromium()
-    from playwright.sync_api import sync_playwright
-
     # Judge the pages even when the strict build only warned (test_book_build.py fails then).
     assert (book_build.html / "index.html").is_file(), \
         (book_build.result.stdout + book_build.result.stderr)[-4000:]
     student_html = _build_student_edition(tmp_path_factory.mktemp("student"))
     start = time.monotonic()
-    with sync_playwright() as playwright:
-        browser = _Browser(playwright, executable)
-        try:
-            book = _survey_book(browser, book_build.html)
-            student = {}
-            for page in _pages(student_html):
-                result = dict(browser.open(student_html / page))
-                result.update(browser.page.evaluate(STUDENT_PAGE))
-                result["figures"] = browser.page.evaluate(FIGURES)
-                student[page] = result
-        finally:
-            browser.close()
+    browser = _Browser(chromium)
+    try:
+        book = _survey_book(browser, book_build.html)
+        student = {}
+        for page in _pages(student_html):
+            result = dict(browser.open(student_html / page))
+            result.update(browser.page.evaluate(STUDENT_PAGE))
+            result["figures"] = browser.page.evaluate(FIGURES)
+            student[page] = result
+    finally:
+        browser.close()
     summary = Path(os.environ.get("BROWSER_SURVEY", tmp_path_factory.mktemp("survey")
                                   / "survey.json"))
     summary.write_text(json.dumps({"seconds": round(time.monotonic() - start, 1),
@@ -561,20 +572,16 @@ def _tap(page, selector):
 
 
 @pytest.fixture()
-def reader(book_build):
-    """A browser tab on CONTROLS_PAGE; yields (page, console errors)."""
-    executable = _need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = _Browser(playwright, executable)
-        try:
-            def open_at(viewport):
-                browser.open(book_build.html / CONTROLS_PAGE, viewport=viewport)
-                return browser.page, browser.record["errors"]
-            yield open_at
-        finally:
-            browser.close()
+def reader(book_build, chromium):
+    """A new browser tab on CONTROLS_PAGE; yields (page, console errors)."""
+    browser = _Browser(chromium)
+    try:
+        def open_at(viewport):
+            browser.open(book_build.html / CONTROLS_PAGE, viewport=viewport)
+            return browser.page, browser.record["errors"]
+        yield open_at
+    finally:
+        browser.close()
 
 
 def test_phone_menu_button_opens_the_chapter_list(reader):
@@ -677,24 +684,20 @@ SEARCH_RESULTS = r"""
 """
 
 
-def test_search_from_disk_shows_a_snippet_of_each_page_found(book_build):
-    executable = _need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = _Browser(playwright, executable)
-        try:
-            browser.record = {"requests": [], "errors": []}
-            url = (book_build.html / "search.html").as_uri() + f"?q={SEARCH_QUERY}"
-            browser.page.goto(url, wait_until="load")
-            browser.page.wait_for_function(
-                "document.querySelector('#search-results p.search-summary')"
-                ".textContent.includes('Search finished')")
-            browser.page.wait_for_timeout(1000)  # the last snippets
-            results = browser.page.evaluate(SEARCH_RESULTS)
-            errors = browser.record["errors"]
-        finally:
-            browser.close()
+def test_search_from_disk_shows_a_snippet_of_each_page_found(book_build, chromium):
+    browser = _Browser(chromium)
+    try:
+        browser.record = {"requests": [], "errors": []}
+        url = (book_build.html / "search.html").as_uri() + f"?q={SEARCH_QUERY}"
+        browser.page.goto(url, wait_until="load")
+        browser.page.wait_for_function(
+            "document.querySelector('#search-results p.search-summary')"
+            ".textContent.includes('Search finished')")
+        browser.page.wait_for_timeout(1000)  # the last snippets
+        results = browser.page.evaluate(SEARCH_RESULTS)
+        errors = browser.record["errors"]
+    finally:
+        browser.close()
     pages = [r for r in results if not r["object"]]
     assert len(pages) >= 3, results
     missing = [r["title"] for r in pages if SEARCH_QUERY not in r["snippet"].lower()]

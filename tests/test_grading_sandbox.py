@@ -262,6 +262,21 @@ def no_bwrap(monkeypatch, tmp_path):
     sandbox_module._probe.cache_clear()
 
 
+def test_the_answer_key_is_computed_inside_the_sandbox(bwrap, tmp_path):
+    # make test takes the book's key from the nbval run (conftest.py); make answer-key
+    # and make grade run the assignment here, in the sandbox, like a submission.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assignment = tmp_path / "assignment" / "example.ipynb"
+    assignment.parent.mkdir()
+    solution = _attempt(f"open({str(outside / 'written')!r}, 'w').write('x')")
+    nbformat.write(new_notebook(cells=[EXERCISE, new_code_cell(solution), new_code_cell(
+        "ex_shamir_trap_depth_answer = 0.25")], metadata={"kernelspec": KERNELSPEC}), assignment)
+    key = homework.compute_answer_key(assignment, sandbox="require")
+    assert key.answers == {"ex-shamir-trap-depth": 0.25}
+    assert list(outside.iterdir()) == []
+
+
 def test_without_bwrap_require_sandbox_refuses(no_bwrap, tmp_path):
     (tmp_path / "a.ipynb").write_text("{ not json")
     with pytest.raises(homework.SandboxUnavailable, match="bubblewrap"):

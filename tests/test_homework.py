@@ -11,6 +11,7 @@ Forged verdicts are specified in ``test_grading_forgery.py``, the sandbox in
 checks of every chapter in ``test_checks.py``.
 """
 
+import ast
 import csv
 import json
 import re
@@ -139,15 +140,174 @@ def test_student_edition_uses_no_name_that_only_a_solution_defines(path):
     assert homework.solution_only_names(edition) == set()
 
 
+# ------------------------------------------- the student editions run top to bottom
+# A student edition is the book's notebook without its solution cells. Running each
+# edition again would repeat every experiment of the book (about 100 s of kernel time)
+# to learn one thing nbval does not already prove: that nothing kept needs a removed
+# cell. The three tests below prove exactly that, without re-running the experiments:
+#
+# 1. the edition's code is the book's first k code cells, verbatim and with their
+#    stored outputs, then answer plumbing only (``<answer> = None``, ``from
+#    resnet_theory import checks``, ``checks.<label>(<answer>)``). nbval runs the book's
+#    notebook from a fresh kernel, so it runs those k cells in that order from a fresh
+#    kernel and proves that they raise nothing and reproduce those outputs;
+# 2. at each check call of the edition, the last statement that binds ``checks`` is
+#    the plumbing import and the last that binds the answer is its placeholder, so the
+#    call sees the checks module and ``None``, whatever else the k cells did;
+# 3. the edition's plumbing, run in a fresh namespace, raises nothing and says
+#    "not yet" for each exercise.
+#
+# Chapter 5's edition also runs whole, in the grader's sandbox (``real_submissions``).
+
+_IMPORT_CHECKS = "from resnet_theory import checks"
+
+
+def _answer_variables(path):
+    labels = homework.auto_graded_labels(nbformat.read(path, as_version=4))
+    return {checks.REGISTRY[label].answer_variable: label for label in labels}
+
+
+def _plumbing_kind(statement, answers):
+    """"import", "placeholder" or "check" for a plumbing statement, else None."""
+    if isinstance(statement, ast.ImportFrom) and statement.module == "resnet_theory" and \
+            statement.level == 0 and any(a.name == "checks" and a.asname in (None, "checks")
+                                         for a in statement.names):
+        return "import"
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and \
+            isinstance(statement.targets[0], ast.Name) and \
+            statement.targets[0].id in answers and \
+            isinstance(statement.value, ast.Constant) and statement.value.value is None:
+        return "placeholder"
+    if isinstance(statement, ast.Expr) and isinstance(call := statement.value, ast.Call) and \
+            isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and \
+            call.func.value.id == "checks" and len(call.args) == 1 and not call.keywords and \
+            isinstance(call.args[0], ast.Name) and call.args[0].id in answers and \
+            call.func.attr == answers[call.args[0].id].replace("-", "_"):
+        return "check"
+    return None
+
+
+def _statements(source):
+    return ast.parse(homework.student._python_source(source)).body
+
+
+def _edition_split(path):
+    """(book code cells, edition code cells, k): the edition's first k code cells are the book's."""
+    book = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    edition = [c for c in homework.split_solutions(nbformat.read(path, as_version=4))
+               .notebook.cells if c.cell_type == "code"]
+    k = 0
+    while k < min(len(book), len(edition)) and book[k].source == edition[k].source:
+        k += 1
+    return book, edition, k
+
+
 @pytest.mark.parametrize("path", BOOK_NOTEBOOKS, ids=_ids(BOOK_NOTEBOOKS))
-def test_student_edition_runs_top_to_bottom(path, tmp_path):
-    edition = homework.split_solutions(nbformat.read(path, as_version=4)).notebook
-    client = NotebookClient(edition, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()  # raises CellExecutionError on the first failing cell
-    errors = [output for cell in edition.cells if cell.cell_type == "code"
-              for output in cell.get("outputs", []) if output.output_type == "error"]
-    assert not errors
+def test_student_edition_is_the_book_s_opening_cells_then_answer_plumbing(path):
+    book, edition, k = _edition_split(path)
+    answers = _answer_variables(path)
+    assert k < len(book), "the book's notebook has a solution cell"
+    for kept, original in zip(edition[:k], book[:k], strict=True):
+        assert kept.outputs == original.outputs  # the outputs nbval checks for the book
+    tail = edition[k:]
+    assert tail, "each edition ends with the plumbing of its auto-graded exercise"
+    for cell in tail:
+        kinds = [_plumbing_kind(s, answers) for s in _statements(cell.source)]
+        assert None not in kinds, f"not answer plumbing, yet after a solution: {cell.source!r}"
+        assert cell.outputs == [] and cell.execution_count is None
+    rest = iter(c.source for c in book[k:])  # the tail is the book's rest minus solutions
+    assert all(any(cell.source == s for s in rest) for cell in tail)
+
+
+def _binders(tree):
+    """(name, node) for every binding or deletion of a name anywhere in ``tree``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            yield node.id, node
+        elif isinstance(node, ast.alias):
+            yield (node.asname or node.name).split(".")[0], node
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name, node
+        elif isinstance(node, ast.arg):
+            yield node.arg, node
+
+
+@pytest.mark.parametrize("path", BOOK_NOTEBOOKS, ids=_ids(BOOK_NOTEBOOKS))
+def test_student_edition_checks_see_the_checks_module_and_none(path):
+    """At each check call the last statement that binds ``checks`` (in any scope: a
+    conservative reading) is the plumbing import, and the last that binds the answer
+    is its placeholder; no cell declares them global or changes their attributes."""
+    _, edition, _ = _edition_split(path)
+    answers = _answer_variables(path)
+    watched = {"checks", *answers}
+    last = {}
+    for cell in edition:
+        for statement in _statements(cell.source):
+            kind = _plumbing_kind(statement, answers)
+            module = ast.Module(body=[statement], type_ignores=[])
+            for node in ast.walk(module):
+                assert not (isinstance(node, ast.Global | ast.Nonlocal)
+                            and watched & set(node.names)), cell.source
+                assert not (isinstance(node, ast.Attribute) and
+                            isinstance(node.ctx, ast.Store | ast.Del) and
+                            isinstance(node.value, ast.Name) and node.value.id in watched), \
+                    cell.source
+            plumbing = set()
+            if kind == "import":
+                plumbing = {id(a) for a in statement.names if a.name == "checks"}
+            elif kind == "placeholder":
+                plumbing = {id(statement.targets[0])}
+            for name, node in _binders(module):
+                if name in watched:
+                    last[name] = "plumbing" if id(node) in plumbing else cell.source
+            if kind == "check":
+                for name in ("checks", statement.value.args[0].id):
+                    assert last.get(name) == "plumbing", \
+                        f"{name} at {ast.unparse(statement)} was last bound by {last.get(name)!r}"
+
+
+def _plumbing_program(path):
+    """The edition's plumbing statements, in order, each a cell of its own."""
+    _, edition, _ = _edition_split(path)
+    answers = _answer_variables(path)
+    program = []
+    for cell in edition:
+        for statement in _statements(cell.source):
+            kind = _plumbing_kind(statement, answers)
+            if kind == "import":
+                program.append((kind, _IMPORT_CHECKS))
+            elif kind is not None:
+                program.append((kind, ast.unparse(statement)))
+    return program
+
+
+@pytest.fixture(scope="module")
+def plumbing_runs(tmp_path_factory):
+    """Every edition's plumbing run in one kernel, each from an emptied namespace."""
+    cells, where = [], {}
+    for path in BOOK_NOTEBOOKS:
+        program = _plumbing_program(path)
+        cells.append(new_code_cell("%reset -f"))
+        where[path] = (len(cells), len(cells) + len(program), program)
+        cells.extend(new_code_cell(source) for _, source in program)
+    runner = _notebook(*cells)
+    NotebookClient(runner, timeout=120, kernel_name="python3", allow_errors=True, resources={
+        "metadata": {"path": str(tmp_path_factory.mktemp("plumbing"))}}).execute()
+    return {path: list(zip(program, runner.cells[start:stop], strict=True))
+            for path, (start, stop, program) in where.items()}
+
+
+@pytest.mark.parametrize("path", BOOK_NOTEBOOKS, ids=_ids(BOOK_NOTEBOOKS))
+def test_student_edition_runs_top_to_bottom(path, plumbing_runs):
+    answers = _answer_variables(path)
+    checked = set()
+    for (kind, source), cell in plumbing_runs[path]:
+        assert not [o for o in cell.outputs if o.output_type == "error"], source
+        if kind == "check":
+            label = answers[source[source.index("(") + 1:-1]]
+            assert f"[not yet] {label}" in "\n".join(_output_texts(cell)), cell.outputs
+            checked.add(label)
+    assert checked == set(answers.values())
 
 
 @pytest.mark.parametrize("path", BOOK_NOTEBOOKS, ids=_ids(BOOK_NOTEBOOKS))

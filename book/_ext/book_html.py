@@ -28,8 +28,8 @@ import re
 import shutil
 from pathlib import Path
 
-from bs4 import BeautifulSoup, Comment, NavigableString, Tag
-
+import lxml.html
+from lxml import etree
 from sphinx.util import logging
 
 LOGGER = logging.getLogger(__name__)
@@ -76,36 +76,57 @@ SEARCH_OFFLINE_JS = """\
 """
 
 
+# The parts of the main element that are not the page's text: the article header's
+# buttons, the contents printed for paper, the page's sidebar and the prev/next links.
+_NOT_TEXT = ("headerlink", "bd-header-article", "prev-next-area", "onlyprint",
+             "bd-sidebar-secondary")
+_NOT_TEXT_XPATH = etree.XPath(".//script | .//style | .//*[" + " or ".join(
+    f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')" for name in _NOT_TEXT)
+    + "]")
+
+
 def _searchable(page):
     """The text of a built page's main part as HTML that keeps only the ids.
 
     Sphinx's search summary reads the text content of ``[role="main"]``, or of
     ``[role="main"] #anchor`` for a result inside a page; every element with an id
     is kept (as a ``div``) so that those queries find the same text as on the page.
+
+    Examples
+    --------
+    >>> _searchable('<div role="main"><h1 id="t">A <a class="headerlink">#</a></h1>'
+    ...             '<p>b  <em>c</em></p><script>x()</script></div>')
+    '<div role="main"><div id="t">A </div>b c</div>'
     """
-    soup = BeautifulSoup(page, "html.parser")
-    main = soup.select_one('[role="main"]')
-    if main is None:
+    found = lxml.html.document_fromstring(page).xpath('//*[@role="main"]')
+    if not found:
         return None
-    # The article header's buttons, the contents printed for paper, the page's
-    # sidebar and the prev/next links are not the page's text.
-    for element in main.select("script, style, .headerlink, .bd-header-article, "
-                               ".prev-next-area, .onlyprint, .bd-sidebar-secondary"):
-        element.decompose()
+    main = found[0]
+    for element in _NOT_TEXT_XPATH(main):
+        element.drop_tree()  # keeps the text that follows it
+    parts = []
 
-    def text(node):
-        if isinstance(node, Comment):
-            return ""
-        if isinstance(node, NavigableString):
-            return html.escape(re.sub(r"\s+", " ", str(node)))
-        if not isinstance(node, Tag):
-            return ""
-        inner = "".join(text(child) for child in node.children)
-        if node.get("id"):
-            return f'<div id="{html.escape(node["id"], quote=True)}">{inner}</div>'
-        return inner
+    def text(string):
+        return html.escape(re.sub(r"\s+", " ", string)) if string else ""
 
-    return '<div role="main">' + "".join(text(child) for child in main.children) + "</div>"
+    def visit(node):
+        if not isinstance(node.tag, str):  # a comment: only the text after it counts
+            parts.append(text(node.tail))
+            return
+        ident = node.get("id")
+        if ident:
+            parts.append(f'<div id="{html.escape(ident, quote=True)}">')
+        parts.append(text(node.text))
+        for child in node:
+            visit(child)
+        if ident:
+            parts.append("</div>")
+        parts.append(text(node.tail))
+
+    parts.append(text(main.text))
+    for child in main:
+        visit(child)
+    return '<div role="main">' + "".join(parts) + "</div>"
 
 
 def _add_search_scripts(app, pagename, templatename, context, doctree):

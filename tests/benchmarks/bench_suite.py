@@ -18,7 +18,7 @@ budget to watch is the wall time (issue: ``make test`` in about 3 minutes on 2
 cores). This is a script, not a test (pytest does not collect it). From the
 repository root:
 
-    .venv/bin/python tests/benchmarks/bench_suite.py [--jobs 2] [-- extra pytest args]
+    .venv/bin/python tests/benchmarks/bench_suite.py [--jobs 2] [--cold] [-- extra pytest args]
 """
 
 import argparse
@@ -61,14 +61,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", default=str(os.cpu_count() or 1),
                         help="pytest-xdist workers (default: the number of cores)")
+    parser.add_argument("--cold", action="store_true",
+                        help="as on a fresh machine: a new temporary directory, so no "
+                             "answer key or book build is reused from an earlier run")
     parser.add_argument("pytest_args", nargs="*", help="more arguments for pytest")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
+        env = dict(os.environ, TMPDIR=folder) if args.cold else None
         report = Path(folder) / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-q", "-n", args.jobs, "--dist", "loadfile",
+                   "--no-loadscope-reorder",
                    "-o", "junit_family=xunit1", f"--junitxml={report}", *args.pytest_args]
         start = time.monotonic()
-        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.monotonic() - start
         tree = ET.parse(report)
     by_part, by_file, counts = defaultdict(float), defaultdict(float), defaultdict(int)

@@ -268,7 +268,8 @@ def write_answer_key(key, path):
 
 # ------------------------------------------------------------------ computing it
 
-def _compared_labels(labels):
+def compared_labels(labels):
+    """The labels among ``labels`` whose exercises are compared with a key."""
     from ..checks import REGISTRY
 
     return [label for label in labels if label in REGISTRY and REGISTRY[label].needs_key]
@@ -295,6 +296,29 @@ def _run_solution(title, data, labels, limits, bwrap, groups):
                                 sorted(set(variables.values())), limits.answer_bytes)
     finally:
         remove_scratch(scratch)
+    return expected_answers(title, labels, answers)
+
+
+def expected_answers(title, labels, answers):
+    """The key's entries ``label -> expected answer`` (JSON data) from exported answers.
+
+    Parameters
+    ----------
+    title : str
+        The assignment notebook's name (for error messages).
+    labels : list of str
+        Its exercises compared with a key.
+    answers : dict
+        Answer variable to ``(value, why)``, as the grader reads them back from the
+        export (:func:`resnet_theory.homework.grading._read_answers`).
+
+    Raises
+    ------
+    ValueError
+        If an answer is missing or is not of its exercise's form.
+    """
+    from ..checks import REGISTRY
+
     found = {}
     for label in labels:
         entry = REGISTRY[label]
@@ -316,7 +340,7 @@ def _compute(assignment, keys, limits, bwrap, groups, cached=None, jobs=1, echo=
     notebooks, todo = {}, []
     for name in keys:
         title, auto, _, path = assignment.notebooks[name]
-        labels = _compared_labels(auto)
+        labels = compared_labels(auto)
         if not labels:
             continue
         data = Path(path).read_bytes()
