@@ -35,7 +35,7 @@ KEY_CACHE = KEY_FOLDER / "answer-key.json"
 
 # Files in the order they are handed to the workers: the longest first, then the
 # notebooks (whose runs give the answer key), then the tests that need the key last.
-FIRST = ["tests/test_browser.py", "tests/test_pdf.py"]
+FIRST = ["tests/test_browser.py", "tests/test_pdf.py", "tests/test_student_html.py"]
 LAST = ["tests/test_checks.py", "tests/test_grading_assignment.py",
         "tests/test_grading_forgery.py", "tests/test_homework.py",
         "tests/test_grading_cgroups.py"]

@@ -81,3 +81,45 @@ def _build_book(out):
     env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1")
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
     return BookBuild(result, out / "_build" / "html")
+
+
+# ----------------------------------------------------------------- the browser
+CHROMIUM_ARGS = ["--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-default-apps", "--disable-extensions"]
+
+
+def _chromium():
+    """The system's Chromium, or None."""
+    candidates = [os.environ.get("CHROMIUM"), shutil.which("chromium"),
+                  shutil.which("chromium-browser")]
+    return next((c for c in candidates if c and Path(c).is_file()), None)
+
+
+def _need_chromium():
+    executable = _chromium()
+    if executable is None:
+        message = ("no Chromium found for the browser tests of the book: install Debian's "
+                   "with `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return executable
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The system's Chromium, started once per worker for the browser tests (each
+    opens a context of its own, so no cookie, storage or history is shared)."""
+    executable = _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    args = list(CHROMIUM_ARGS)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--no-sandbox")  # Chromium refuses to sandbox as root
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=args)
+        try:
+            yield browser
+        finally:
+            browser.close()

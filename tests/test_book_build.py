@@ -6,6 +6,7 @@ fixture of conftest.py). A broken reference, a missing citation key or a
 document outside the table of contents fails ``test_book_builds_without_warnings``.
 """
 
+import functools
 import posixpath
 import re
 from pathlib import Path
@@ -128,6 +129,7 @@ def test_api_reference_documents_the_library(build):
 IMAGE_FILE = re.compile(r"(^|/)[^/\s]*\.(png|jpe?g|svg|gif|webp|pdf)$", re.IGNORECASE)
 
 
+@functools.cache  # the tests only read the pages: parse each once
 def _soup(html_root, file):
     return BeautifulSoup(_page(html_root, file), "html.parser")
 

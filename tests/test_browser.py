@@ -2,8 +2,8 @@
 
 A real Chromium (the system's, driven by Playwright's Python API, so nothing is
 downloaded at test time) opens every HTML page of the book built once per session
-by the ``book_build`` fixture of conftest.py, and every page of the student
-edition. Every request that does not go to a local file is aborted and recorded:
+by the ``book_build`` fixture of conftest.py (the student edition's pages:
+tests/test_student_html.py). Every request that does not go to a local file is aborted and recorded:
 the book must render from the build folder alone. For each page:
 
 - **offline**: no request to any other host (a page may *link* to GitHub, Binder
@@ -27,9 +27,7 @@ the book must render from the build folder alone. For each page:
 - **solutions**: every solution dropdown is closed on load and opens on click;
 - **theorem boxes**: every ``{prf:...}`` directive of the page's source is a
   rendered box with a title;
-- **console**: no console error and no uncaught exception;
-- **student edition** (``python -m resnet_theory.homework student --html``): no
-  solution box and no paragraph of any solution on any page.
+- **console**: no console error and no uncaught exception.
 
 Besides the survey: the controls a reader taps (the phone's drawers, the desktop
 sidebar button, a solution's title), and the search page opened from disk, which
@@ -43,9 +41,6 @@ install one; under ``CI=true`` they fail instead.
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -55,29 +50,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-CHROMIUM_ARGS = ["--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-default-apps", "--disable-extensions"]
 PAGE_TIMEOUT_MS = 60_000
 NOT_PAGES = {"_static", "_sources", "_images"}
-
-
-def _chromium():
-    """The system's Chromium, or None."""
-    candidates = [os.environ.get("CHROMIUM"), shutil.which("chromium"),
-                  shutil.which("chromium-browser")]
-    return next((c for c in candidates if c and Path(c).is_file()), None)
-
-
-def _need_chromium():
-    executable = _chromium()
-    if executable is None:
-        message = ("no Chromium found for the browser tests of the book: install Debian's "
-                   "with `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return executable
 
 
 REDIRECT = re.compile(r'<meta http-equiv="refresh" content="0; url=([^"]+)"', re.IGNORECASE)
@@ -266,17 +240,7 @@ async () => {
 }
 """
 
-SOLUTION_PARAGRAPHS = r"""
-() => Array.from(document.querySelectorAll('.solution p'))
-  .map(p => p.textContent.replace(/\s+/g, ' ').trim()).filter(t => t.length >= 40)
-"""
-
-STUDENT_PAGE = r"""
-() => ({solutions: document.querySelectorAll('.solution').length,
-        text: document.body.textContent.replace(/\s+/g, ' ')})
-"""
-
-# Figures of the article outside solutions (the student edition has no solutions):
+# Figures of the article outside solutions, and their captions.
 # how many, how many with a caption, and the captions.
 FIGURES = r"""
 () => {
@@ -350,24 +314,6 @@ class _Browser:
         self.context.close()
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    """The system's Chromium, started once for this file's tests (each opens its own
-    context, so no cookie, storage or history is shared)."""
-    executable = _need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    args = list(CHROMIUM_ARGS)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        args.append("--no-sandbox")  # Chromium refuses to sandbox as root
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=args)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def _survey_book(browser, html_root):
     """Visit every page of the built book and return what each check needs."""
     survey = {}
@@ -376,7 +322,6 @@ def _survey_book(browser, html_root):
         result = dict(record)
         result.update(browser.page.evaluate(MATH_AND_IMAGES))
         result["dropdowns"] = browser.page.evaluate(DROPDOWNS_ON_LOAD)
-        result["solution_paragraphs"] = browser.page.evaluate(SOLUTION_PARAGRAPHS)
         result["figures"] = browser.page.evaluate(FIGURES)
         result["boxes"] = browser.page.evaluate(THEOREM_BOXES)
         result["opened"] = browser.page.evaluate(OPEN_DROPDOWNS)
@@ -387,32 +332,16 @@ def _survey_book(browser, html_root):
     return survey
 
 
-def _build_student_edition(out):
-    command = [sys.executable, "-m", "resnet_theory.homework", "student", "--root", str(ROOT),
-               "--out", str(out / "student"), "--html", str(out / "student-html")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900,
-                            env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return out / "student-html"
-
-
 @pytest.fixture(scope="module")
 def survey(book_build, chromium, tmp_path_factory):
-    """Everything the browser saw, per page: {"book": {...}, "student": {...}}."""
+    """Everything the browser saw, per page of the book: {"book": {...}}."""
     # Judge the pages even when the strict build only warned (test_book_build.py fails then).
     assert (book_build.html / "index.html").is_file(), \
         (book_build.result.stdout + book_build.result.stderr)[-4000:]
-    student_html = _build_student_edition(tmp_path_factory.mktemp("student"))
     start = time.monotonic()
     browser = _Browser(chromium)
     try:
         book = _survey_book(browser, book_build.html)
-        student = {}
-        for page in _pages(student_html):
-            result = dict(browser.open(student_html / page))
-            result.update(browser.page.evaluate(STUDENT_PAGE))
-            result["figures"] = browser.page.evaluate(FIGURES)
-            student[page] = result
     finally:
         browser.close()
     summary = Path(os.environ.get("BROWSER_SURVEY", tmp_path_factory.mktemp("survey")
@@ -420,7 +349,7 @@ def survey(book_build, chromium, tmp_path_factory):
     summary.write_text(json.dumps({"seconds": round(time.monotonic() - start, 1),
                                    "formulas": {p: len(r["formulas"]) for p, r in book.items()},
                                    "book": book}, indent=1))
-    return {"book": book, "student": student}
+    return {"book": book}
 
 
 def _report(failures):
@@ -433,8 +362,7 @@ def test_the_book_has_pages_to_check(survey):
 
 
 def test_no_page_requests_anything_from_another_host(survey):
-    failures = {page: r["requests"] for part in ("book", "student")
-                for page, r in survey[part].items() if r["requests"]}
+    failures = {page: r["requests"] for page, r in survey["book"].items() if r["requests"]}
     assert not failures, _report(failures)
 
 
@@ -541,8 +469,7 @@ def test_every_theorem_box_of_the_source_is_rendered(survey):
 
 
 def test_no_console_errors(survey):
-    failures = {page: r["errors"] for part in ("book", "student")
-                for page, r in survey[part].items() if r["errors"]}
+    failures = {page: r["errors"] for page, r in survey["book"].items() if r["errors"]}
     assert not failures, _report(failures)
 
 
@@ -642,32 +569,6 @@ def test_every_figure_of_the_book_has_a_caption(survey):
                        f"{r['figures']['figures']} figures have no caption"]
                 for page, r in survey["book"].items()
                 if r["figures"]["captioned"] < r["figures"]["figures"]}
-    assert not failures, _report(failures)
-
-
-def test_student_edition_keeps_every_figure_caption(survey):
-    failures = {}
-    for page, r in survey["student"].items():
-        book = survey["book"].get(page, {}).get("figures", {"captions": []})
-        missing = [c for c in book["captions"] if c not in r["figures"]["captions"]]
-        if missing or r["figures"]["captioned"] < r["figures"]["figures"]:
-            failures[page] = [f"caption lost: {c}" for c in missing] or ["uncaptioned figure"]
-    assert not failures, _report(failures)
-
-
-def test_student_edition_has_every_page(survey):
-    assert set(survey["student"]) == set(survey["book"])
-
-
-def test_student_edition_shows_no_solution(survey):
-    failures = {}
-    for page, r in survey["student"].items():
-        leaked = [p for p in survey["book"].get(page, {}).get("solution_paragraphs", [])
-                  if p in r["text"]]
-        problems = [f"{r['solutions']} solution boxes"] if r["solutions"] else []
-        problems += [f"solution text: {p[:80]}" for p in leaked]
-        if problems:
-            failures[page] = problems
     assert not failures, _report(failures)
 
 

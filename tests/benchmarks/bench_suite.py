@@ -8,7 +8,8 @@ files. Parts:
 - ``notebooks``: nbval over the notebooks under ``book/``;
 - ``student editions``: ``tests/test_homework.py``;
 - ``grading``: ``tests/test_grading_*.py``;
-- ``browser``: ``tests/test_browser.py`` and ``tests/test_lab.py``;
+- ``browser``: ``tests/test_browser.py``, ``tests/test_student_html.py`` and
+  ``tests/test_lab.py``;
 - ``book build``: ``tests/test_book_build.py``;
 - ``pdf``: ``tests/test_pdf.py``;
 - ``library``: everything else (unit, property and doctests, notebook hygiene).
@@ -22,6 +23,7 @@ repository root:
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -36,7 +38,8 @@ PARTS = [
     ("notebooks", lambda f: f.startswith("book/")),
     ("student editions", lambda f: f == "tests/test_homework.py"),
     ("grading", lambda f: f.startswith("tests/test_grading")),
-    ("browser", lambda f: f in ("tests/test_browser.py", "tests/test_lab.py")),
+    ("browser", lambda f: f in ("tests/test_browser.py", "tests/test_student_html.py",
+                                "tests/test_lab.py")),
     ("book build", lambda f: f == "tests/test_book_build.py"),
     ("pdf", lambda f: f == "tests/test_pdf.py"),
     ("library", lambda f: True),
@@ -53,6 +56,16 @@ def _file_of(case):
     return name
 
 
+def _machine_cpu_seconds():
+    """CPU seconds (user and system) the machine has spent since boot (Linux), or None."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    user, nice, system = (int(field) for field in fields[:3])
+    return (user + nice + system) / os.sysconf("SC_CLK_TCK")
+
+
 def _part(filename):
     return next(part for part, matches in PARTS if matches(filename))
 
@@ -67,15 +80,22 @@ def main(argv=None):
     parser.add_argument("pytest_args", nargs="*", help="more arguments for pytest")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        env = dict(os.environ, TMPDIR=folder) if args.cold else None
+        timeline = Path(folder) / "timeline.jsonl"
+        env = dict(os.environ, SUITE_TIMELINE=str(timeline))
+        if args.cold:
+            env["TMPDIR"] = folder
         report = Path(folder) / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-q", "-n", args.jobs, "--dist", "loadfile",
-                   "--no-loadscope-reorder",
+                   "--no-loadscope-reorder", "-p", "tests.benchmarks.timeline",
                    "-o", "junit_family=xunit1", f"--junitxml={report}", *args.pytest_args]
-        start = time.monotonic()
+        cpu_before = _machine_cpu_seconds()
+        start, started = time.monotonic(), time.time()
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.monotonic() - start
+        cpu_after = _machine_cpu_seconds()
         tree = ET.parse(report)
+        runs = [json.loads(line) for line in timeline.read_text().splitlines()] \
+            if timeline.is_file() else []
     by_part, by_file, counts = defaultdict(float), defaultdict(float), defaultdict(int)
     for case in tree.iter("testcase"):
         filename = _file_of(case)
@@ -85,12 +105,33 @@ def main(argv=None):
         counts[_part(filename)] += 1
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     print(f"make test equivalent, {args.jobs} workers: wall {wall:.0f} s ({summary})")
+    if cpu_before is not None and cpu_after is not None:
+        cpu = cpu_after - cpu_before
+        print(f"CPU time used on the machine meanwhile: {cpu:.0f} s ({cpu / wall:.2f} of "
+              f"{os.cpu_count()} cores on average; on a quiet machine, the suite's)")
     print(f"{'part':18} {'tests':>6} {'summed s':>9}  slowest files")
     for part, _ in PARTS:
         files = sorted((f for f in by_file if _part(f) == part), key=by_file.get, reverse=True)
         slowest = ", ".join(f"{Path(f).name} {by_file[f]:.0f}" for f in files[:3])
         print(f"{part:18} {counts[part]:6d} {by_part[part]:9.0f}  {slowest}")
+    _print_timeline(runs, started, wall)
     return result.returncode
+
+
+def _print_timeline(runs, started, wall):
+    """Each worker's files in the order it ran them: seconds from the start."""
+    spans = defaultdict(list)  # worker -> [[file, start, end]]
+    for run in sorted(runs, key=lambda r: r["start"]):
+        filename = run["test"].split("::")[0]
+        rows = spans[run["worker"]]
+        if rows and rows[-1][0] == filename:
+            rows[-1][2] = run["end"] - started
+        else:
+            rows.append([filename, run["start"] - started, run["end"] - started])
+    for worker in sorted(spans):
+        rows = spans[worker]
+        print(f"{worker}: " + ", ".join(f"{Path(f).name} {a:.0f}-{b:.0f}" for f, a, b in rows)
+              + f"; idle after {rows[-1][2]:.0f} s of {wall:.0f}")
 
 
 if __name__ == "__main__":

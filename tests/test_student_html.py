@@ -1,0 +1,109 @@
+"""The student edition's HTML book, as a student's browser shows it, with no network.
+
+``python -m resnet_theory.homework student --html`` (what ``make student`` runs)
+builds the book from the student notebooks with the solutions hidden. A real
+Chromium (tests/test_browser.py's fixture) opens every page of it; every request
+that does not go to a local file is aborted and recorded. The book's pages (the
+``book_build`` fixture of conftest.py) and the student pages are also read as
+HTML, TeX still as TeX, for what the student pages must keep (every page, every
+figure caption) and must not show (the solutions' paragraphs). The book's own pages are surveyed by tests/test_browser.py.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import lxml.html
+import pytest
+from test_browser import FIGURES, _Browser, _pages, _report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+STUDENT_PAGE = r"""
+() => ({solutions: document.querySelectorAll('.solution').length})
+"""
+
+
+def _text(element):
+    return re.sub(r"\s+", " ", element.text_content()).strip()
+
+
+def _served(path):
+    """What a page's HTML holds (before any script runs, TeX still as TeX): its text,
+    the paragraphs of its solutions (40 characters or more) and the captions of its
+    figures outside solutions."""
+    tree = lxml.html.parse(str(path)).getroot()
+    solution = "contains(concat(' ', normalize-space(@class), ' '), ' solution ')"
+    paragraphs = [_text(p) for p in tree.xpath(f"//*[{solution}]//p")]
+    return {"text": _text(tree.body),
+            "solution_paragraphs": [p for p in paragraphs if len(p) >= 40],
+            "captions": [_text(caption) for caption in tree.xpath(
+                f"//article//figure[not(ancestor::*[{solution}])]//figcaption")]}
+
+
+@pytest.fixture(scope="module")
+def student(book_build, chromium, tmp_path_factory):
+    """Per page of the student edition: what the browser saw; and the book's pages."""
+    out = tmp_path_factory.mktemp("student")
+    command = [sys.executable, "-m", "resnet_theory.homework", "student", "--root", str(ROOT),
+               "--out", str(out / "student"), "--html", str(out / "student-html")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900,
+                            env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    html = out / "student-html"
+    seen = {}
+    browser = _Browser(chromium)
+    try:
+        for page in _pages(html):
+            record = dict(browser.open(html / page))
+            record.update(browser.page.evaluate(STUDENT_PAGE))
+            record["figures"] = browser.page.evaluate(FIGURES)
+            seen[page] = record
+    finally:
+        browser.close()
+    return {"student": seen,
+            "student_html": {page: _served(html / page) for page in seen},
+            "book": {page: _served(book_build.html / page) for page in _pages(book_build.html)}}
+
+
+def test_the_book_has_solutions_to_hide(student):
+    assert sum(len(p["solution_paragraphs"]) for p in student["book"].values()) >= 14
+
+
+def test_student_edition_has_every_page(student):
+    assert set(student["student"]) == set(student["book"])
+
+
+def test_no_student_page_requests_anything_from_another_host(student):
+    failures = {page: r["requests"] for page, r in student["student"].items() if r["requests"]}
+    assert not failures, _report(failures)
+
+
+def test_no_console_errors_on_student_pages(student):
+    failures = {page: r["errors"] for page, r in student["student"].items() if r["errors"]}
+    assert not failures, _report(failures)
+
+
+def test_student_edition_keeps_every_figure_caption(student):
+    failures = {}
+    for page, r in student["student"].items():
+        book = student["book"].get(page, {"captions": []})
+        missing = [c for c in book["captions"]
+                   if c not in student["student_html"][page]["captions"]]
+        if missing or r["figures"]["captioned"] < r["figures"]["figures"]:
+            failures[page] = [f"caption lost: {c}" for c in missing] or ["uncaptioned figure"]
+    assert not failures, _report(failures)
+
+
+def test_student_edition_shows_no_solution(student):
+    failures = {}
+    for page, r in student["student"].items():
+        leaked = [p for p in student["book"].get(page, {}).get("solution_paragraphs", [])
+                  if p in student["student_html"][page]["text"]]
+        problems = [f"{r['solutions']} solution boxes"] if r["solutions"] else []
+        problems += [f"solution text: {p[:80]}" for p in leaked]
+        if problems:
+            failures[page] = problems
+    assert not failures, _report(failures)
