@@ -12,7 +12,6 @@ as the browser tests of the book do).
 """
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,21 +23,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "book" / "ch5_shamir" / "example_one.ipynb"
-CHROMIUM_ARGS = ["--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def _chromium():
-    candidates = [os.environ.get("CHROMIUM"), shutil.which("chromium"),
-                  shutil.which("chromium-browser")]
-    executable = next((c for c in candidates if c and Path(c).is_file()), None)
-    if executable is None:
-        message = ("no Chromium found for the JupyterLab test: install Debian's with "
-                   "`apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return executable
 
 
 def _free_port():
@@ -95,34 +79,30 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def seen(lab):
+def seen(chromium, lab):  # no Chromium: skipped before the lab starts
     """What the reader sees in the notebook: boxes, dropdowns and the visible text."""
-    executable = _chromium()
-    from playwright.sync_api import sync_playwright
-
-    args = CHROMIUM_ARGS + (["--no-sandbox"] if os.geteuid() == 0 else [])
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=args)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(lab)
-            page.wait_for_selector("aside.myst-exercise", timeout=120_000)
-            return page.evaluate(r"""() => {
-              const visible = e => e.checkVisibility() && e.getBoundingClientRect().height > 0;
-              const cells = document.querySelector('.jp-Notebook');
-              return {
-                exercises: Array.from(cells.querySelectorAll('aside.myst-exercise'))
-                  .filter(visible).map(e => e.textContent.replace(/\s+/g, ' ').trim()),
-                dropdowns: Array.from(cells.querySelectorAll('details'))
-                  .filter(visible).map(e => ({open: e.open,
-                    summary: (e.querySelector('summary') || e).textContent.trim()})),
-                boxes: Array.from(cells.querySelectorAll('aside'))
-                  .filter(visible).map(e => e.className),
-                text: cells.innerText,
-              };
-            }""")
-        finally:
-            browser.close()
+    # The shared Chromium of conftest.py, in a context of its own.
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(lab)
+        page.wait_for_selector("aside.myst-exercise", timeout=120_000)
+        return page.evaluate(r"""() => {
+          const visible = e => e.checkVisibility() && e.getBoundingClientRect().height > 0;
+          const cells = document.querySelector('.jp-Notebook');
+          return {
+            exercises: Array.from(cells.querySelectorAll('aside.myst-exercise'))
+              .filter(visible).map(e => e.textContent.replace(/\s+/g, ' ').trim()),
+            dropdowns: Array.from(cells.querySelectorAll('details'))
+              .filter(visible).map(e => ({open: e.open,
+                summary: (e.querySelector('summary') || e).textContent.trim()})),
+            boxes: Array.from(cells.querySelectorAll('aside'))
+              .filter(visible).map(e => e.className),
+            text: cells.innerText,
+          };
+        }""")
+    finally:
+        context.close()
 
 
 def test_an_exercise_is_a_box_with_its_number_and_title(seen):

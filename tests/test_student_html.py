@@ -6,7 +6,8 @@ Chromium (tests/test_browser.py's fixture) opens every page of it; every request
 that does not go to a local file is aborted and recorded. The book's pages (the
 ``book_build`` fixture of conftest.py) and the student pages are also read as
 HTML, TeX still as TeX, for what the student pages must keep (every page, every
-figure caption) and must not show (the solutions' paragraphs). The book's own pages are surveyed by tests/test_browser.py.
+figure caption) and must not show (the solutions' paragraphs). The book's own pages
+are surveyed by tests/test_browser.py.
 """
 
 import os

@@ -97,6 +97,8 @@ def main(argv=None):
         runs = [json.loads(line) for line in timeline.read_text().splitlines()] \
             if timeline.is_file() else []
     by_part, by_file, counts = defaultdict(float), defaultdict(float), defaultdict(int)
+    failed = [f"{case.get('classname')}::{case.get('name')}" for case in tree.iter("testcase")
+              if case.find("failure") is not None or case.find("error") is not None]
     for case in tree.iter("testcase"):
         filename = _file_of(case)
         seconds = float(case.get("time", 0))
@@ -115,6 +117,8 @@ def main(argv=None):
         slowest = ", ".join(f"{Path(f).name} {by_file[f]:.0f}" for f in files[:3])
         print(f"{part:18} {counts[part]:6d} {by_part[part]:9.0f}  {slowest}")
     _print_timeline(runs, started, wall)
+    for name in failed:
+        print(f"FAILED {name}")
     return result.returncode
 
 
