@@ -134,6 +134,14 @@ def test_the_contents_page_prints_the_page_numbers(printed, book_text):
     assert line.rstrip().endswith(str(result["pages"][first["id"]])), line
 
 
+def test_the_contents_numbers_are_the_pages_of_the_final_print(printed):
+    # The numbers come from a first, measuring print; the book is printed again with
+    # them (tagged, with an outline): every entry must still land on its page.
+    result = printed[1]
+    toc = [entry["id"] for entry in result["contents"]["toc"]]
+    assert print_pdf._toc_pages(result["book"], toc) == result["pages"]
+
+
 def test_no_formula_is_left_as_tex(book_text):
     for number, text in enumerate(book_text[1], start=1):
         match = RAW_TEX.search(text)
