@@ -137,15 +137,23 @@ async () => {
     const title = box.querySelector(':scope > .admonition-title');
     if (title) title.click();
   }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  await new Promise(r => setTimeout(r, 400));  // the toggle's transition
-  return boxes.map((box, i) => {
+  const state = () => boxes.map((box, i) => {
     const body = Array.from(box.children).filter(c => !c.classList.contains('admonition-title'));
     return {id: box.id || String(i), open: !box.classList.contains('toggle-hidden')
             && body.length > 0
             && body.every(c => c.checkVisibility({visibilityProperty: true})
                                && c.getBoundingClientRect().height > 0)};
   });
+  // Wait until the toggles' transitions have finished (at most two seconds).
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const start = performance.now();
+  await frame();
+  while (performance.now() - start < 2000
+         && (document.getAnimations().some(a => a.playState === 'running')
+             || !state().every(s => s.open))) {
+    await frame();
+  }
+  return state();
 }
 """
 

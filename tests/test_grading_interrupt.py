@@ -57,7 +57,12 @@ def _wait_for_row(folder, name, process, limit=240):
     while time.monotonic() < end:
         text = (folder / "grades.csv").read_text() if (folder / "grades.csv").exists() else ""
         if name in text:
-            time.sleep(3)  # the next notebook's sandbox is starting
+            # The row is written; wait until the next notebook's sandbox has its
+            # scratch folder (on a loaded machine that can take a while).
+            while not _scratch_of(process.pid) and time.monotonic() < end:
+                assert process.poll() is None, process.communicate()
+                time.sleep(0.2)
+            time.sleep(1)  # and its kernel is starting
             return text
         assert process.poll() is None, process.communicate()
         time.sleep(0.5)

@@ -97,8 +97,12 @@ def main(argv=None):
         runs = [json.loads(line) for line in timeline.read_text().splitlines()] \
             if timeline.is_file() else []
     by_part, by_file, counts = defaultdict(float), defaultdict(float), defaultdict(int)
-    failed = [f"{case.get('classname')}::{case.get('name')}" for case in tree.iter("testcase")
-              if case.find("failure") is not None or case.find("error") is not None]
+    failed = []
+    for case in tree.iter("testcase"):
+        problem = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if problem is not None:
+            why = (problem.get("message") or "").splitlines()[:1]
+            failed.append(f"{case.get('classname')}::{case.get('name')}: {''.join(why)[:300]}")
     for case in tree.iter("testcase"):
         filename = _file_of(case)
         seconds = float(case.get("time", 0))
