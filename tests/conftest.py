@@ -96,11 +96,13 @@ def _chromium():
     return next((c for c in candidates if c and Path(c).is_file()), None)
 
 
-def _need_chromium():
+@pytest.fixture(scope="session")
+def chromium_executable():
+    """The system's Chromium; the test is skipped without one (fails under CI=true)."""
     executable = _chromium()
     if executable is None:
-        message = ("no Chromium found for the browser tests of the book: install Debian's "
-                   "with `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
+        message = ("no Chromium found for the browser and PDF tests of the book: install "
+                   "Debian's with `apt-get install chromium` (or set CHROMIUM=/path/to/it)")
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
@@ -108,17 +110,16 @@ def _need_chromium():
 
 
 @pytest.fixture(scope="session")
-def chromium():
+def chromium(chromium_executable):
     """The system's Chromium, started once per worker for the browser tests (each
     opens a context of its own, so no cookie, storage or history is shared)."""
-    executable = _need_chromium()
     from playwright.sync_api import sync_playwright
 
     args = list(CHROMIUM_ARGS)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")  # Chromium refuses to sandbox as root
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=args)
+        browser = playwright.chromium.launch(executable_path=chromium_executable, args=args)
         try:
             yield browser
         finally:

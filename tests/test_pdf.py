@@ -49,15 +49,8 @@ def _chapter_titles():
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory):
+def printed(tmp_path_factory, chromium_executable):
     """``make pdf`` into a temporary folder: (pdf folder, what print_pdf returned)."""
-    chromium = print_pdf.find_chromium()
-    if chromium is None:
-        message = ("the PDF tests need Chromium: install it with `apt-get install chromium` "
-                   "(or set CHROMIUM=/path/to/chromium)")
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
     out = tmp_path_factory.mktemp("pdf")
     executable = Path(sys.executable).with_name("jupyter-book")
     command = [str(executable) if executable.exists() else shutil.which("jupyter-book"),
@@ -67,7 +60,8 @@ def printed(tmp_path_factory):
                            env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
     assert build.returncode == 0, (build.stdout + build.stderr)[-3000:]
     result = print_pdf.print_book(out / "_build" / "singlehtml", out / "pdf",
-                                  chromium=chromium, log=lambda message: None)
+                                  chromium=chromium_executable,
+                                  log=lambda message: None)
     return out / "pdf", result
 
 
