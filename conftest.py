@@ -42,7 +42,7 @@ LAST = ["tests/test_checks.py", "tests/test_grading_assignment.py",
 
 
 def _rank(item):
-    path = Path(str(item.fspath)).resolve()
+    path = item.path.resolve()
     name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
     if name in FIRST:
         return (0, FIRST.index(name))
@@ -66,7 +66,7 @@ def _book_notebook(item):
     """The book notebook of an nbval cell item, or None."""
     if type(item).__name__ != "IPyNbCell":
         return None
-    path = Path(str(item.parent.fspath)).resolve()
+    path = item.parent.path.resolve()
     return path if path.is_relative_to(BOOK) else None
 
 

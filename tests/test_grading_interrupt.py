@@ -4,15 +4,19 @@ A class of three runs with one job: the first notebook finishes at once, the
 second sleeps, the third waits its turn. The grader runs as a separate process
 (``python -m resnet_theory.homework grade``). Killed with SIGKILL after the first
 row, it leaves ``grades.csv`` with that row (the stale file of an earlier run is
-gone) and its scratch folders, which the next run removes. Stopped with SIGINT,
+gone) and its scratch folders, which the next run removes. (Each grader here has
+a temporary folder of its own: another grader on the machine, such as another
+test worker's, would otherwise clean the killed one's scratch folders first.) Stopped with SIGINT,
 it stops the running sandbox, writes ``grades.csv``, the grade book and the
 feedback of what was done, leaves no scratch folder and exits with status 130.
 """
 
 import csv
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -45,11 +49,21 @@ def _class(base):
 
 
 def _start(assignment, folder):
+    # Each grader gets a temporary folder of its own, so its scratch folders sit in
+    # a scratch root no other grader on the machine (another test worker) cleans.
+    tmp = folder.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
     command = [sys.executable, "-m", "resnet_theory.homework", "grade", str(folder),
                "--assignment", str(assignment), "--jobs", "1", "--timeout", "600",
                "--allow-root"]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=dict(os.environ, TMPDIR=str(tmp)))
+    saved, tempfile.tempdir = tempfile.tempdir, str(tmp)
+    try:
+        process.scratch_root = sandbox.scratch_root()  # the grader's, under its TMPDIR
+    finally:
+        tempfile.tempdir = saved
+    return process
 
 
 def _wait_for_row(folder, name, process, limit=240):
@@ -59,7 +73,7 @@ def _wait_for_row(folder, name, process, limit=240):
         if name in text:
             # The row is written; wait until the next notebook's sandbox has its
             # scratch folder (on a loaded machine that can take a while).
-            while not _scratch_of(process.pid) and time.monotonic() < end:
+            while not _scratch_of(process) and time.monotonic() < end:
                 assert process.poll() is None, process.communicate()
                 time.sleep(0.2)
             time.sleep(1)  # and its kernel is starting
@@ -69,11 +83,14 @@ def _wait_for_row(folder, name, process, limit=240):
     pytest.fail(f"no row for {name} after {limit} s")
 
 
-def _scratch_of(pid):
+def _scratch_of(process):
+    """The scratch folders of a grader started by ``_start``."""
     found = []
-    for entry in sandbox.scratch_root().iterdir():
+    if not process.scratch_root.is_dir():
+        return found
+    for entry in process.scratch_root.iterdir():
         try:
-            if (entry / "owner").read_text().split()[0] == str(pid):
+            if (entry / "owner").read_text().split()[0] == str(process.pid):
                 found.append(entry)
         except (OSError, IndexError):
             pass
@@ -101,7 +118,7 @@ def test_sigkill_keeps_the_rows_done_and_the_next_run_cleans_up(tmp_path):
     rows = list(csv.reader(text.splitlines()))
     assert rows[0] == ["notebook", "status", "reason", "score", "ex-shamir-trap-depth"]
     assert [row[0] for row in rows[1:]] == ["s1/nb.ipynb"]  # not the stale row
-    left = _scratch_of(process.pid)
+    left = _scratch_of(process)
     assert left, "the killed grader left no scratch folder: nothing to clean"
     (folder / "s2" / "nb.ipynb").unlink()  # the next run is quick
     again = _start(assignment, folder)
@@ -126,5 +143,5 @@ def test_sigint_stops_the_sandboxes_and_writes_what_is_done(tmp_path):
     with open(folder / "gradebook.csv", newline="") as handle:
         book = {row[0]: row for row in csv.reader(handle)}
     assert "s1" in book
-    assert _scratch_of(process.pid) == []
+    assert _scratch_of(process) == []
     assert _survivors() == []
