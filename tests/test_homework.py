@@ -2,10 +2,11 @@
 
 Specification of :mod:`resnet_theory.homework` and of the Chapter 5 check. The
 book's notebooks are examined statically (every notebook under ``book/``, so new
-chapters are covered automatically); real kernels run only in two shared
-grading fixtures: the Chapter 5 notebook with its auto-graded exercise (and its
-student edition), and a folder of small misbehaving notebooks (graded in the
-sandbox where ``bwrap`` works), both judged with the book's answer key.
+chapters are covered automatically); real kernels run only in one kernel that
+runs every student edition's answer plumbing, and in two shared grading
+fixtures: the Chapter 5 notebook with its auto-graded exercise (and its student
+edition), and a folder of small misbehaving notebooks (graded in the sandbox
+where ``bwrap`` works), both judged with the book's answer key.
 Forged verdicts are specified in ``test_grading_forgery.py``, the sandbox in
 ``test_grading_sandbox.py``, the answer key in ``test_answer_key.py`` and the
 checks of every chapter in ``test_checks.py``.
