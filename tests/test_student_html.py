@@ -8,22 +8,36 @@ that does not go to a local file is aborted and recorded. The book's pages (the
 HTML, TeX still as TeX, for what the student pages must keep (every page, every
 figure caption) and must not show (the solutions' paragraphs). The book's own pages
 are surveyed by tests/test_browser.py.
+
+The student pages are opened with MathJax started but told not to typeset (as the
+printed edition does before it rearranges the page): their math is proved by the
+book's survey instead, which typesets and checks every formula of the book's pages.
+That is sound because each student page loads the same MathJax with the same
+configuration as the book's page and holds no formula the book's page does not hold
+(both checked here, on the served HTML).
 """
 
 import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import lxml.html
 import pytest
 from test_browser import FIGURES, _Browser, _pages, _report
+from test_pdf import print_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
 
 STUDENT_PAGE = r"""
-() => ({solutions: document.querySelectorAll('.solution').length})
+async () => {
+  const mj = window.MathJax;
+  const started = !!(mj && mj.startup && mj.startup.promise);
+  if (started) await mj.startup.promise;
+  return {solutions: document.querySelectorAll('.solution').length, mathjaxStarted: started};
+}
 """
 
 
@@ -33,12 +47,19 @@ def _text(element):
 
 def _served(path):
     """What a page's HTML holds (before any script runs, TeX still as TeX): its text,
-    the paragraphs of its solutions (40 characters or more) and the captions of its
-    figures outside solutions."""
+    the paragraphs of its solutions (40 characters or more), the captions of its
+    figures outside solutions, its formulas (the TeX of each Sphinx ``.math``
+    element) and the scripts that load and configure MathJax."""
     tree = lxml.html.parse(str(path)).getroot()
     solution = "contains(concat(' ', normalize-space(@class), ' '), ' solution ')"
+    math = "contains(concat(' ', normalize-space(@class), ' '), ' math ')"
     paragraphs = [_text(p) for p in tree.xpath(f"//*[{solution}]//p")]
+    mathjax = [(script.get("src"), script.text) for script in tree.xpath("//script")
+               if "mathjax" in (script.get("src") or "").lower()
+               or "MathJax" in (script.text or "")]
     return {"text": _text(tree.body),
+            "math": [_text(element) for element in tree.xpath(f"//*[{math}]")],
+            "mathjax": mathjax,
             "solution_paragraphs": [p for p in paragraphs if len(p) >= 40],
             "captions": [_text(caption) for caption in tree.xpath(
                 f"//article//figure[not(ancestor::*[{solution}])]//figcaption")]}
@@ -56,6 +77,7 @@ def student(book_build, chromium, tmp_path_factory):
     html = out / "student-html"
     seen = {}
     browser = _Browser(chromium)
+    browser.context.add_init_script(print_pdf.DEFER_TYPESETTING)  # see the module's text
     try:
         for page in _pages(html):
             record = dict(browser.open(html / page))
@@ -84,6 +106,29 @@ def test_no_student_page_requests_anything_from_another_host(student):
 
 def test_no_console_errors_on_student_pages(student):
     failures = {page: r["errors"] for page, r in student["student"].items() if r["errors"]}
+    assert not failures, _report(failures)
+
+
+def test_mathjax_starts_on_every_student_page_that_loads_it(student):
+    failures = {page: ["MathJax is loaded but did not start"]
+                for page, r in student["student"].items()
+                if student["student_html"][page]["mathjax"] and not r["mathjaxStarted"]}
+    assert not failures, _report(failures)
+
+
+def test_student_pages_load_the_book_s_mathjax_and_only_the_book_s_formulas(student):
+    # What lets the book's survey (tests/test_browser.py), which typesets and checks
+    # every formula of the book's pages, stand for the student pages' math.
+    assert sum(len(p["math"]) for p in student["student_html"].values()) > 1000
+    failures = {}
+    for page, served in student["student_html"].items():
+        book = student["book"][page]
+        problems = [] if served["mathjax"] == book["mathjax"] else [
+            "MathJax is loaded or configured differently from the book's page"]
+        extra = Counter(served["math"]) - Counter(book["math"])
+        problems += [f"a formula the book's page does not have: {tex[:80]}" for tex in extra]
+        if problems:
+            failures[page] = problems
     assert not failures, _report(failures)
 
 

@@ -1,7 +1,8 @@
 // The printed edition: turns the one-page HTML build (Sphinx's singlehtml) into
 // the book to print, or into one chapter's exercise sheet. Loaded by
-// book/_ext/print_pdf.py after MathJax has typeset the page; every function
-// starts again from the pristine article, so they can run one after another.
+// book/_ext/print_pdf.py before MathJax has typeset anything (the math is still
+// TeX); print_pdf.py typesets what each function shows. Every function starts
+// again from the pristine article, so they can run one after another.
 
 (() => {
   const source = document.querySelector("article.bd-article").cloneNode(true);
@@ -62,6 +63,7 @@
   }
 
   function show(node) {
+    if (window.MathJax && MathJax.typesetClear) MathJax.typesetClear();  // forget the last
     document.body.replaceChildren(node);
     window.scrollTo(0, 0);
   }

@@ -86,6 +86,36 @@ def _toc_pages(pdf_path, targets):
     return pages
 
 
+# Run before the page's own scripts: the MathJax configuration the page assigns to
+# window.MathJax gets "startup: {typeset: false}", so MathJax starts without typesetting.
+DEFER_TYPESETTING = """
+(() => {
+  let value, configured = false;
+  Object.defineProperty(window, "MathJax", {
+    configurable: true,
+    get() { return value; },
+    set(assigned) {
+      if (!configured && assigned) {  // the page's configuration, then MathJax itself
+        configured = true;
+        assigned.startup = Object.assign({}, assigned.startup, {typeset: false});
+      }
+      value = assigned;
+    },
+  });
+})();
+"""
+
+
+def _typeset(page):
+    """Typeset the math of what the page now shows; raise if a formula is left."""
+    unrendered = page.evaluate("""async () => {
+        await MathJax.typesetPromise([document.body]);
+        return document.querySelectorAll('.math:not(:has(mjx-container))').length;
+    }""")
+    if unrendered:
+        raise RuntimeError(f"MathJax left {unrendered} formulas untypeset")
+
+
 def print_book(html_dir, out_dir, *, chromium=None, chapters=range(1, 6), log=print):
     """Print ``html_dir`` (a singlehtml build) to the book PDF and the sheets.
 
@@ -116,20 +146,22 @@ def print_book(html_dir, out_dir, *, chromium=None, chapters=range(1, 6), log=pr
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
+            # MathJax typesets the math only once the page shows what is printed, in
+            # print media (_typeset), not when the web page loads: it then matches the
+            # print font's size, and skips the library reference, which is not printed.
+            page.add_init_script(DEFER_TYPESETTING)
             page.goto(printable.as_uri(), wait_until="load", timeout=600_000)
             page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise",
                                    timeout=120_000)
             page.evaluate("async () => { await MathJax.startup.promise; }")
-            unrendered = page.evaluate(
-                "document.querySelectorAll('.math:not(:has(mjx-container))').length")
-            if unrendered:
-                raise RuntimeError(f"MathJax left {unrendered} formulas untypeset")
             page.add_style_tag(path=str(HERE / "print.css"))
             page.add_script_tag(path=str(HERE / "print_pdf.js"))
             page.emulate_media(media="print")
-            log(f"loaded and typeset in {time.monotonic() - start:.0f} s")
+            log(f"loaded in {time.monotonic() - start:.0f} s")
 
             contents = page.evaluate("(meta) => printBook(meta)", meta)
+            _typeset(page)
+            log(f"the book typeset ({time.monotonic() - start:.0f} s)")
             book = out_dir / BOOK_PDF
             options = dict(format="A4", margin=MARGIN, print_background=True,
                            display_header_footer=True, header_template="<span></span>",
@@ -149,6 +181,7 @@ def print_book(html_dir, out_dir, *, chromium=None, chapters=range(1, 6), log=pr
             sheets = {}
             for number in chapters:
                 sheet = page.evaluate("([n, meta]) => printSheet(n, meta)", [number, meta])
+                _typeset(page)
                 path = out_dir / f"exercises-ch{number}.pdf"
                 page.pdf(path=str(path), **dict(options, footer_template=FOOTER.format(
                     left=f"Chapter {number}, exercises &middot; page "), outline=False))

@@ -77,6 +77,8 @@ def main(argv=None):
     parser.add_argument("--cold", action="store_true",
                         help="as on a fresh machine: a new temporary directory, so no "
                              "answer key or book build is reused from an earlier run")
+    parser.add_argument("--slowest", type=int, default=15,
+                        help="how many of the slowest tests to name (default 15)")
     parser.add_argument("pytest_args", nargs="*", help="more arguments for pytest")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
@@ -93,6 +95,9 @@ def main(argv=None):
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.monotonic() - start
         cpu_after = _machine_cpu_seconds()
+        if not report.is_file():  # pytest did not run (not installed, bad arguments)
+            sys.stderr.write(result.stdout[-3000:] + result.stderr[-3000:])
+            return result.returncode or 1
         tree = ET.parse(report)
         runs = [json.loads(line) for line in timeline.read_text().splitlines()] \
             if timeline.is_file() else []
@@ -121,6 +126,10 @@ def main(argv=None):
         slowest = ", ".join(f"{Path(f).name} {by_file[f]:.0f}" for f in files[:3])
         print(f"{part:18} {counts[part]:6d} {by_part[part]:9.0f}  {slowest}")
     _print_timeline(runs, started, wall)
+    cases = sorted(tree.iter("testcase"), key=lambda c: float(c.get("time", 0)), reverse=True)
+    print("slowest tests (setup and teardown included): " + ", ".join(
+        f"{_file_of(c).split('/')[-1]}::{c.get('name')} {float(c.get('time', 0)):.1f}"
+        for c in cases[:args.slowest]))
     for name in failed:
         print(f"FAILED {name}")
     return result.returncode
