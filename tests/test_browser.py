@@ -498,12 +498,27 @@ DRAWER = r"""
 """
 
 
+# Resolves once the page's transitions and animations have ended (at most 2 s).
+SETTLED = r"""
+async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const start = performance.now();
+  await frame();
+  while (performance.now() - start < 2000
+         && document.getAnimations().some(a => a.playState === 'running')) {
+    await frame();
+  }
+}
+"""
+
+
 def _tap(page, selector):
-    """Click at the centre of the first visible element matching ``selector``."""
+    """Click at the centre of the first visible element matching ``selector``, and
+    wait until the drawer's or the dropdown's transition has ended."""
     box = page.locator(selector).locator("visible=true").first.bounding_box()
     assert box, f"no visible {selector}"
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_timeout(500)  # the drawer's or the dropdown's transition
+    page.evaluate(SETTLED)
 
 
 @pytest.fixture()

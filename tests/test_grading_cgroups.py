@@ -153,7 +153,7 @@ def test_without_cgroups_a_warning_and_timed_out_rows_are_graded_alone(tmp_path,
                                                                         monkeypatch):
     monkeypatch.setattr(homework.grading, "find_cgroups", lambda: (None, "none here"))
     _write(tmp_path, {"loops.ipynb": ["while True:\n    pass"]})
-    limits = homework.Limits(timeout=4)
+    limits = homework.Limits(timeout=2)  # counted from the kernel's start
     (grade,) = homework.grade_folder(tmp_path, limits=limits, echo=True)
     err = capsys.readouterr().err
     assert grade.status == "timeout"
