@@ -46,6 +46,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 DESKTOP = {"width": 1280, "height": 900}
@@ -617,7 +618,13 @@ def test_search_from_disk_shows_a_snippet_of_each_page_found(book_build, chromiu
         browser.page.wait_for_function(
             "document.querySelector('#search-results p.search-summary')"
             ".textContent.includes('Search finished')")
-        browser.page.wait_for_timeout(1000)  # the last snippets
+        try:  # each snippet comes a moment after its result
+            browser.page.wait_for_function(
+                "Array.from(document.querySelectorAll('#search-results li'))"
+                ".every(li => li.querySelector(':scope > span') || li.querySelector('p.context'))",
+                timeout=5_000)
+        except PlaywrightTimeout:
+            pass  # judged below: a result without a snippet
         results = browser.page.evaluate(SEARCH_RESULTS)
         errors = browser.record["errors"]
     finally:

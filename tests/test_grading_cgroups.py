@@ -2,7 +2,7 @@
 
 Where the machine gives the grader a cgroup per submission (cgroup v2 with the
 ``memory``, ``pids`` and ``cpu`` controllers delegated, or cgroup v1 as root), a
-class is graded two at a time: one notebook starts three processes of 400 MB
+class is graded four at a time: one notebook starts three processes of 400 MB
 under a 1 GiB ``memory.max`` (each one is under its own address-space limit, so
 only the cgroup can stop them), one tries to start 100 processes under a
 ``pids.max`` of 48 (root ignores ``RLIMIT_NPROC``), one measures the CPU time
@@ -79,7 +79,7 @@ def capped(cgroups, tmp_path_factory, book_answer_key):
     _write(folder, {"honest.ipynb": [DEPTH], "memory.ipynb": [MEMORY],
                     "processes.ipynb": [PROCESSES], "cpu.ipynb": [CPU]})
     limits = homework.Limits(timeout=90, memory_bytes=1 << 30, processes=48, cpus=0.25)
-    grades = homework.grade_folder(folder, limits=limits, jobs=2, cgroups="require",
+    grades = homework.grade_folder(folder, limits=limits, jobs=4, cgroups="require",
                                    answer_key=book_answer_key)
     return {grade.notebook: grade for grade in grades}
 
@@ -133,12 +133,13 @@ def test_the_cpu_share_is_capped(capped):
 
 
 def test_busy_loops_are_held_to_the_cpu_quota(cgroups):
-    # Sixteen loops: even on a loaded machine they would get more than a quarter core.
+    # Sixteen loops for 2 s: even on a loaded machine they would get more than a quarter
+    # core, so the quota (a 100 ms period) throttles them many times.
     notebook = new_notebook(cells=[new_code_cell(
         "import subprocess, sys, time\n"
         "loops = [subprocess.Popen([sys.executable, '-c', 'while True: pass'], "
         "start_new_session=True) for _ in range(16)]\n"
-        "time.sleep(5)")], metadata={"kernelspec": KERNELSPEC})
+        "time.sleep(2)")], metadata={"kernelspec": KERNELSPEC})
     bwrap, _ = homework.find_bwrap()
     limits = homework.Limits(timeout=60, cpus=0.25)
     payload, scratch = sandbox.run_submission(nbformat.writes(notebook).encode(), "cpu.ipynb",
