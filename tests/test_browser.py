@@ -483,9 +483,11 @@ def test_no_console_errors(survey):
 
 
 # ------------------------------------------------------- the controls a reader uses
-# A chapter page with solutions, opened once per viewport; each test clicks like a
-# reader (mouse clicks at the control's position, not element.click()).
-CONTROLS_PAGE = "book/ch5_shamir/example_one.html"
+# A chapter page with sections and solutions, opened once per viewport; each test
+# clicks like a reader (mouse clicks at the control's position, not element.click()).
+# A page with few formulas, as MathJax makes most of a page's load: the controls are
+# the theme's, the same on every page, and each test opens the page anew.
+CONTROLS_PAGE = "book/ch2_identity_matters/all_residual.html"
 
 DRAWER = r"""
 (id) => {
