@@ -91,6 +91,11 @@ def seen(chromium, lab):  # no Chromium: skipped before the lab starts
         page = context.new_page()
         page.goto(lab)
         page.wait_for_selector("aside.myst-exercise", timeout=120_000)
+        # JupyterLab starts the notebook's kernel as it opens it: let the kernel finish
+        # starting, as a reader's would. Stopped while it starts, it held the server's
+        # shutdown up for the whole 30 s of the fixture's teardown on a loaded machine.
+        page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                               timeout=120_000)
         return page.evaluate(r"""() => {
           const visible = e => e.checkVisibility() && e.getBoundingClientRect().height > 0;
           const cells = document.querySelector('.jp-Notebook');
