@@ -157,9 +157,42 @@ def _export_key(kernel, path, sha):
                 answer_key.AnswerKey({path.name.lower(): entry}), KEY_CACHE, cached)
 
 
+class _KernelsOverUnixSockets:
+    """nbval's kernels talk to the test worker over Unix sockets, not TCP ports.
+
+    jupyter_client chooses a kernel's TCP ports by asking the system for free ones
+    and closing them again before the kernel binds them; two test workers starting
+    kernels at the same moment can be handed the same port, and one kernel dies
+    before it answers ("Kernel died before replying to kernel_info": jupyter_client
+    issue 487, seen once in a run of the whole suite). A kernel's sockets are files
+    in a folder of its own here (the transport the grader's sandbox uses too).
+    """
+
+    def __init__(self):
+        import nbval.kernel
+
+        self.module = nbval.kernel
+        self.manager = nbval.kernel.KernelManager
+        self.folder = Path(tempfile.mkdtemp(prefix="nbval-kernels-"))
+        self.count = 0
+        nbval.kernel.KernelManager = self.kernel_manager
+
+    def kernel_manager(self, **kwargs):
+        self.count += 1
+        sockets = self.folder / str(self.count)
+        sockets.mkdir()
+        return self.manager(transport="ipc", ip=str(sockets / "kernel"), **kwargs)
+
+    def pytest_unconfigure(self, config):
+        self.module.KernelManager = self.manager
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("nbval"):
         config.pluginmanager.register(_KeyFromNbval(), "resnet_theory-key-from-nbval")
+        config.pluginmanager.register(_KernelsOverUnixSockets(),
+                                      "resnet_theory-kernels-over-unix-sockets")
 
 
 @pytest.fixture(scope="session")
