@@ -50,8 +50,13 @@ NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | so
 # (--dist loadfile), so module fixtures are built once. The files are handed out in
 # the order conftest.py gives them (--no-loadscope-reorder): the longest first, then
 # the notebooks, whose nbval run also gives the answer key, then the tests that need it.
+# Every process of the suite gets one BLAS thread: there is already a worker per core,
+# and OpenBLAS's own threads would only compete with the other worker's (they spin
+# while they wait). The notebooks alone on two workers: 100 s of CPU with OpenBLAS's
+# default threads, 82 s with one; the stored outputs are the same.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-PYTEST    := $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+PYTEST    := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile \
+	--no-loadscope-reorder
 # `make test-portable` re-runs every notebook under nbval with OpenBLAS rounding like
 # other CPUs: the stored outputs must not depend on the machine's BLAS kernel.
 PORTABLE_CORETYPES ?= Prescott Sandybridge

@@ -83,7 +83,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         timeline = Path(folder) / "timeline.jsonl"
-        env = dict(os.environ, SUITE_TIMELINE=str(timeline))
+        # one BLAS thread per process, as `make test` runs the suite (see the Makefile)
+        env = dict(os.environ, SUITE_TIMELINE=str(timeline), OPENBLAS_NUM_THREADS="1")
         if args.cold:
             env["TMPDIR"] = folder
         report = Path(folder) / "junit.xml"
