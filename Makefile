@@ -45,16 +45,19 @@ export STRIP_TIMINGS
 NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 
 # Tests: `make test` runs the whole suite on TEST_JOBS pytest-xdist workers (default:
-# the number of cores; TEST_JOBS=0 runs it in one process). A notebook's cells run
+# one more than the number of cores, as several tests mostly wait -- on a sandbox's
+# time limit, a CPU quota, a server or a browser -- and the extra worker keeps the
+# cores busy meanwhile: on 2 cores, 186 and 190 s with 2 workers, 182 s twice with 3,
+# 197 s with 4; TEST_JOBS=0 runs it in one process). A notebook's cells run
 # in order in one kernel, and every test file stays whole on one worker
 # (--dist loadfile), so module fixtures are built once. The files are handed out in
 # the order conftest.py gives them (--no-loadscope-reorder): the longest first, then
 # the notebooks, whose nbval run also gives the answer key, then the tests that need it.
-# Every process of the suite gets one BLAS thread: there is already a worker per core,
-# and OpenBLAS's own threads would only compete with the other worker's (they spin
+# Every process of the suite gets one BLAS thread: there is at least a worker per core,
+# and OpenBLAS's own threads would only compete with the other workers' (they spin
 # while they wait). The notebooks alone on two workers: 100 s of CPU with OpenBLAS's
 # default threads, 82 s with one; the stored outputs are the same.
-TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 PYTEST    := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile \
 	--no-loadscope-reorder
 # `make test-portable` re-runs every notebook under nbval with OpenBLAS rounding like

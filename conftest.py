@@ -35,13 +35,13 @@ KEY_CACHE = KEY_FOLDER / "answer-key.json"
 
 # Files in the order they are handed to the workers: the longest first, and the
 # interrupt tests, which mostly wait, beside them; then the notebooks (whose runs
-# give the answer key); then the tests that need the key last, the cgroup tests
-# (which mostly wait) first among them.
+# give the answer key); then the tests that need the key last, the longest of them
+# first, so that the workers finish together.
 FIRST = ["tests/test_browser.py", "tests/test_pdf.py", "tests/test_student_html.py",
          "tests/test_grading_interrupt.py"]
-LAST = ["tests/test_grading_cgroups.py", "tests/test_checks.py",
-        "tests/test_grading_assignment.py", "tests/test_grading_forgery.py",
-        "tests/test_homework.py"]
+LAST = ["tests/test_grading_cgroups.py", "tests/test_homework.py",
+        "tests/test_grading_forgery.py", "tests/test_grading_assignment.py",
+        "tests/test_checks.py"]
 
 
 def _rank(item):

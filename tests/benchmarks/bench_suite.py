@@ -72,8 +72,9 @@ def _part(filename):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", default=str(os.cpu_count() or 1),
-                        help="pytest-xdist workers (default: the number of cores)")
+    parser.add_argument("--jobs", default=str((os.cpu_count() or 1) + 1),
+                        help="pytest-xdist workers (default: one more than the number of "
+                             "cores, as make test)")
     parser.add_argument("--cold", action="store_true",
                         help="as on a fresh machine: a new temporary directory, so no "
                              "answer key or book build is reused from an earlier run")
