@@ -66,8 +66,10 @@ def _served(path):
 
 
 @pytest.fixture(scope="module")
-def student(book_build, chromium, tmp_path_factory):
+def student(chromium, tmp_path_factory, request):
     """Per page of the student edition: what the browser saw; and the book's pages."""
+    # The book's pages (built once per run, by whichever worker asks first) are asked
+    # for only once the student edition is built: the two builds run side by side.
     out = tmp_path_factory.mktemp("student")
     command = [sys.executable, "-m", "resnet_theory.homework", "student", "--root", str(ROOT),
                "--out", str(out / "student"), "--html", str(out / "student-html")]
@@ -86,6 +88,7 @@ def student(book_build, chromium, tmp_path_factory):
             seen[page] = record
     finally:
         browser.close()
+    book_build = request.getfixturevalue("book_build")
     return {"student": seen,
             "student_html": {page: _served(html / page) for page in seen},
             "book": {page: _served(book_build.html / page) for page in _pages(book_build.html)}}
