@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .answer_key import compute_answer_key
 from .grading import GradingInterrupted, default_assignment, grade_folder, merge_marks
-from .sandbox import Limits, SandboxUnavailable, driver_main
+from .sandbox import Limits, SandboxUnavailable, add_driver_arguments, driver_main
 from .student import build_student_html, solution_only_names, write_student_editions
 
 __all__ = ["main"]
@@ -99,13 +99,7 @@ def _parser():
     merge.add_argument("folder", help="where gradebook.csv is")
     merge.add_argument("--marks", default=None,
                        help="the filled-in marks (default: <folder>/manual-marks.csv)")
-    execute = commands.add_parser("_execute", help=argparse.SUPPRESS)
-    execute.add_argument("--notebook", required=True)
-    execute.add_argument("--export-folder", required=True)
-    execute.add_argument("--timeout", type=float, required=True)
-    execute.add_argument("--max-output-bytes", type=int, required=True)
-    execute.add_argument("--answer-bytes", type=int, required=True)
-    execute.add_argument("--alive-fd", type=int, required=True)
+    add_driver_arguments(commands.add_parser("_execute", help=argparse.SUPPRESS))
     return parser
 
 
