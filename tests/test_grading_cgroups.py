@@ -153,7 +153,9 @@ def test_busy_loops_are_held_to_the_cpu_quota(cgroups):
 def test_without_cgroups_a_warning_and_timed_out_rows_are_graded_alone(tmp_path, capsys,
                                                                         monkeypatch):
     monkeypatch.setattr(homework.grading, "find_cgroups", lambda: (None, "none here"))
-    _write(tmp_path, {"loops.ipynb": ["while True:\n    pass"]})
+    # A notebook that never ends, without holding a core for its two runs (a busy loop
+    # beside other rows: test_homework.py's hostile folder; under a quota: above).
+    _write(tmp_path, {"loops.ipynb": ["import time\nwhile True:\n    time.sleep(0.1)"]})
     limits = homework.Limits(timeout=2)  # counted from the kernel's start
     (grade,) = homework.grade_folder(tmp_path, limits=limits, echo=True)
     err = capsys.readouterr().err
