@@ -86,8 +86,8 @@ def use_book_style():
     """Set matplotlib's rcParams to the book's style (idempotent).
 
     It also lets matplotlib's renderers share the layouts of mathtext labels
-    (see :func:`_share_mathtext_layouts`), which makes drawing the book's figures
-    faster and changes no pixel.
+    (the private ``_share_mathtext_layouts`` of this module says how), which makes
+    drawing the book's figures faster and changes no pixel.
     """
     mpl.rcParams.update(_STYLE)
     _share_mathtext_layouts()
