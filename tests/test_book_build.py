@@ -11,9 +11,9 @@ import posixpath
 import re
 from pathlib import Path
 
+import lxml.html
 import pytest
 import yaml
-from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -130,8 +130,23 @@ IMAGE_FILE = re.compile(r"(^|/)[^/\s]*\.(png|jpe?g|svg|gif|webp|pdf)$", re.IGNOR
 
 
 @functools.cache  # the tests only read the pages: parse each once
-def _soup(html_root, file):
-    return BeautifulSoup(_page(html_root, file), "html.parser")
+def _tree(html_root, file):
+    return lxml.html.fromstring(_page(html_root, file))
+
+
+def _has_class(name):
+    """XPath predicate: the element's class attribute holds the class ``name``."""
+    return f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')"
+
+
+def _text(element):
+    """The element's text, its pieces stripped and joined by single spaces."""
+    return " ".join(piece.strip() for piece in element.itertext() if piece.strip())
+
+
+def _first(element, xpath):
+    found = element.xpath(xpath)
+    return found[0] if found else None
 
 
 def _alt_problem(img):
@@ -145,24 +160,27 @@ def _alt_problem(img):
     return None
 
 
-def _figure_problems(soup):
+def _figure_problems(tree):
     """Every image of the article in a captioned figure with real alt text."""
     problems = []
-    article = soup.select_one("article") or soup
-    for img in article.find_all("img"):
+    article = _first(tree, "//article")
+    article = tree if article is None else article
+    for img in article.iter("img"):
         where = img.get("src", "?").rsplit("/", 1)[-1]
         problem = _alt_problem(img)
         if problem:
             problems.append(f"image {where}: {problem}")
-        if img.find_parent("figure") is None:
+        if _first(img, "ancestor::figure") is None:
             problems.append(f"image {where}: not in a numbered <figure> with a caption")
-    for figure in article.find_all("figure"):
-        caption = figure.find("figcaption")
-        text = caption.select_one(".caption-text") if caption else None
-        text = (text or caption).get_text(" ", strip=True) if caption else ""
+    for figure in article.iter("figure"):
+        caption = _first(figure, ".//figcaption")
+        text = ""
+        if caption is not None:
+            caption_text = _first(caption, f".//*[{_has_class('caption-text')}]")
+            text = _text(caption if caption_text is None else caption_text)
         if not text:
             problems.append(f"figure {figure.get('id', '?')}: no caption")
-        if not figure.get("id") or not figure.select_one(".caption-number"):
+        if not figure.get("id") or _first(figure, f".//*[{_has_class('caption-number')}]") is None:
             problems.append(f"figure {figure.get('id', '?')}: no label or number")
     return problems
 
@@ -170,7 +188,7 @@ def _figure_problems(soup):
 def test_every_image_is_a_captioned_figure_with_alt_text(build):
     _, html = build
     failures = {file: problems for file in _toc_files()
-                if (problems := _figure_problems(_soup(html, file)))}
+                if (problems := _figure_problems(_tree(html, file)))}
     assert not failures, "\n".join(f"{file}: {p}" for file, ps in failures.items()
                                     for p in ps)
 
@@ -179,10 +197,12 @@ def _numref_targets(html_root):
     """(page, id) of every {numref} link of the book."""
     targets = set()
     for file in _toc_files():
-        for link in _soup(html_root, file).select("a.reference.internal[href]"):
-            if not link.select_one(".std-numref"):
+        links = _tree(html_root, file).xpath(
+            f"//a[{_has_class('reference')} and {_has_class('internal')} and @href]")
+        for link in links:
+            if _first(link, f".//*[{_has_class('std-numref')}]") is None:
                 continue
-            path, _, fragment = link["href"].partition("#")
+            path, _, fragment = link.get("href").partition("#")
             page = posixpath.normpath(posixpath.join(posixpath.dirname(file), path)) \
                 if path else f"{file}.html"
             targets.add((page.removesuffix(".html"), fragment))
@@ -194,6 +214,6 @@ def test_every_figure_is_referenced_with_numref(build):
     cited = _numref_targets(html)
     missing = [f"{file}: figure {figure.get('id')}"
                for file in _toc_files()
-               for figure in _soup(html, file).select("article figure")
+               for figure in _tree(html, file).xpath("//article//figure")
                if (file, figure.get("id")) not in cited]
     assert not missing, "never cited with {numref}:\n" + "\n".join(missing)

