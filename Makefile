@@ -70,7 +70,7 @@ PORTABLE_CORETYPES ?= Prescott Sandybridge
 # it first, so that the HTML book's ".pdf" button serves it; without Chromium,
 # `make book` builds the HTML only and says so.
 PDF_DIR  := _build/pdf
-CHROMIUM ?= $(shell command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
+CHROMIUM ?= $(shell command -v chromium-headless-shell 2>/dev/null || command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
 
 .PHONY: help book pdf test test-portable lab lint clean student grade merge-marks notebooks \
 	answer-key
@@ -107,7 +107,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 book: $(STAMP)
 ifeq ($(strip $(CHROMIUM)),)
-	@echo "No Chromium (apt-get install chromium): the HTML book is built without its PDF."
+	@echo "No Chromium (apt-get install chromium-headless-shell): the HTML book is built without its PDF."
 else
 	$(MAKE) --no-print-directory pdf
 endif
@@ -116,7 +116,7 @@ endif
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
 
 pdf: $(STAMP)
-	@test -n "$(strip $(CHROMIUM))" || { echo "make pdf needs Chromium: apt-get install chromium (or CHROMIUM=<path>)" >&2; exit 1; }
+	@test -n "$(strip $(CHROMIUM))" || { echo "make pdf needs Chromium: apt-get install chromium-headless-shell (or chromium; or CHROMIUM=<path>)" >&2; exit 1; }
 	$(BIN)/jupyter-book build --builder singlehtml $(JB_FLAGS) .
 	CHROMIUM="$(CHROMIUM)" $(BIN)/python book/_ext/print_pdf.py _build/singlehtml $(PDF_DIR)
 

@@ -33,9 +33,10 @@ Besides the survey: the controls a reader taps (the phone's drawers, the desktop
 sidebar button, a solution's title), and the search page opened from disk, which
 shows a snippet of every page it finds.
 
-Where no Chromium is found (``CHROMIUM`` environment variable, ``chromium``,
-``chromium-browser``), the tests are skipped with a message saying how to
-install one; under ``CI=true`` they fail instead.
+The browser is ``$CHROMIUM``, else Debian's ``chromium-headless-shell``, else
+``chromium`` or ``chromium-browser`` (``_chromium`` in tests/conftest.py). Where
+none is found, the tests are skipped with a message saying how to install one;
+under ``CI=true`` they fail instead.
 """
 
 import json
