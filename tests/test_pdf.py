@@ -269,3 +269,27 @@ def test_the_pdf_button_serves_the_book_or_the_chapters_sheet():
                                  pathto)["url"] == "../_pdf/exercises-ch2.pdf"
     assert book_html._pdf_button(sheets, "book/intro", pathto) is None
     assert book_html._pdf_button(_App({}), "book/ch2_identity_matters/index", pathto) is None
+
+
+def _fake_executables(tmp_path, monkeypatch, names):
+    """Executables ``names`` in a folder of their own, the only one on the PATH."""
+    for name in names:
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CHROMIUM", raising=False)
+
+
+def test_the_printer_prefers_chromium_headless_shell_to_chromium(tmp_path, monkeypatch):
+    _fake_executables(tmp_path, monkeypatch, ["chromium", "chromium-headless-shell"])
+    assert print_pdf.find_chromium() == str(tmp_path / "chromium-headless-shell")
+    (tmp_path / "chromium-headless-shell").unlink()
+    assert print_pdf.find_chromium() == str(tmp_path / "chromium")
+    (tmp_path / "chromium").unlink()
+    assert print_pdf.find_chromium() is None
+
+
+def test_the_chromium_variable_comes_first(tmp_path, monkeypatch):
+    _fake_executables(tmp_path, monkeypatch, ["chromium-headless-shell", "my-chromium"])
+    monkeypatch.setenv("CHROMIUM", str(tmp_path / "my-chromium"))
+    assert print_pdf.find_chromium() == str(tmp_path / "my-chromium")
