@@ -145,3 +145,18 @@ def test_sigint_stops_the_sandboxes_and_writes_what_is_done(tmp_path):
     assert "s1" in book
     assert _scratch_of(process) == []
     assert _survivors() == []
+
+
+def test_a_scratch_folder_another_grader_is_making_is_not_cleaned(tmp_path, monkeypatch):
+    # A grader makes its scratch folder, then writes the owner file into it; a grader
+    # starting meanwhile must not take the folder for a killed grader's (it did once in
+    # a run of the whole suite: the first grader then failed to write its owner file).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    root = sandbox.scratch_root()
+    being_made, left = root / "grade-being-made", root / "grade-left-long-ago"
+    being_made.mkdir()
+    left.mkdir()
+    long_ago = time.time() - 2 * sandbox.OWNERLESS_GRACE_SECONDS
+    os.utime(left, (long_ago, long_ago))
+    assert sandbox.clean_stale_scratch() == 1
+    assert being_made.is_dir() and not left.exists()

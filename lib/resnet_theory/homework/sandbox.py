@@ -68,7 +68,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from time import monotonic
+from time import monotonic, time
 
 import nbformat
 
@@ -390,8 +390,18 @@ def _new_scratch():
     return scratch
 
 
+#: A scratch directory without its ``owner`` file is one a grader is making (between
+#: creating it and writing the file), unless it is older than this many seconds.
+OWNERLESS_GRACE_SECONDS = 60
+
+
 def clean_stale_scratch():
-    """Remove scratch directories whose grader is gone (killed mid-batch); return how many."""
+    """Remove scratch directories whose grader is gone (killed mid-batch); return how many.
+
+    A directory is kept while the grader named in its ``owner`` file runs, and, without
+    that file, for ``OWNERLESS_GRACE_SECONDS`` after it was made: another grader may be
+    about to write it.
+    """
     removed = 0
     root = scratch_root()
     for entry in root.iterdir():
@@ -400,6 +410,11 @@ def clean_stale_scratch():
         try:
             pid, started = (entry / "owner").read_text().split()
         except (OSError, ValueError):
+            try:
+                if time() - entry.stat().st_mtime < OWNERLESS_GRACE_SECONDS:
+                    continue  # being made by another grader
+            except OSError:
+                continue  # gone meanwhile
             pid, started = "0", ""
         if pid.isdigit() and int(pid) > 0 and _start_time(int(pid)) == started:
             continue  # a grader that is still running
