@@ -10,7 +10,7 @@ __all__ = ["ex_shamir_trap_depth", "ex_shamir_boundary_minimum", "ex_shamir_line
 @exercise_check("ex-shamir-trap-depth", form=Number(low=0, strict=True),
                 compare=Close(rtol=1e-5))
 def ex_shamir_trap_depth():
-    """The depth of the trap of F_lambda (eps = 2, lambda = 0.5): its value at the
+    """The depth of the trap of F_lambda (eps = 3/2, lambda = 0.3): its value at the
     saddle minus its value at the spurious minimum, to six significant digits.
 
     A positive real number (the saddle lies above the minimum), compared with
@@ -21,8 +21,8 @@ def ex_shamir_trap_depth():
 
 @exercise_check("ex-shamir-boundary-minimum", form=RealArray((3,)), compare=Close(rtol=1e-5))
 def ex_shamir_boundary_minimum():
-    """The spurious minimum (w, v) of the constrained problem (c) for eps = 1 and
-    rho = 2, with its KKT multiplier mu, as the array (w, v, mu), to six
+    """The spurious minimum (w, v) of Example 1 on the disc of radius rho = 3 for
+    eps = 1/2, with its KKT multiplier mu, as the array (w, v, mu), to six
     significant digits.
 
     A real array of shape (3,), compared entrywise with the answer key within a
