@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from resnet_theory.expressivity import (
+    build_residual_network,
     default_width,
     fit_residual_network,
     min_squared_distance,
@@ -162,3 +163,41 @@ def test_hidden_rejects_bad_block_count():
     net = fit_residual_network(sphere(0, 3, 3), np.array([0, 1, 0]), rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="blocks"):
         net.hidden(sphere(0, 3, 3), blocks=net.depth + 1)
+
+
+def test_build_from_the_draws_of_fit_gives_the_same_network():
+    x = sphere(5, 60, 12)
+    labels = np.arange(60) % 4
+    net = fit_residual_network(x, labels, rng=np.random.default_rng(5), width=16)
+    again = build_residual_network(
+        x, labels, projection=net.projection, surrogates=net.surrogates
+    )
+    for name in ("block_u", "block_b", "block_v", "output_u", "output_b", "output_v"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(net, name))
+    np.testing.assert_array_equal(again.predict(x), labels)
+    assert again.draws == 1
+
+
+def test_build_rejects_surrogates_with_a_large_inner_product():
+    q = np.array([[1.0, 0.0, 0.0], [0.6, 0.8, 0.0]])  # inner product 0.6
+    with pytest.raises(ValueError, match="inner product 0.600 >= 1/2"):
+        build_residual_network(sphere(0, 4, 3), [0, 1, 0, 1], projection=np.eye(3),
+                               surrogates=q)
+
+
+def test_build_rejects_a_surrogate_on_a_data_point():
+    x = np.eye(3)
+    q = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])  # q_0 = x_0: gap 0
+    with pytest.raises(ValueError, match="smallest selection gap"):
+        build_residual_network(x, [0, 1, 0], projection=np.eye(3), surrogates=q)
+
+
+def test_build_validates_its_draws():
+    x = sphere(0, 4, 3)
+    q = np.array([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="projection"):
+        build_residual_network(x, [0, 1, 0, 1], projection=np.eye(2), surrogates=q)
+    with pytest.raises(ValueError, match="unit norm"):
+        build_residual_network(x, [0, 1, 0, 1], projection=np.eye(2, 3), surrogates=2 * q)
+    with pytest.raises(ValueError, match="a row for every class"):
+        build_residual_network(x, [0, 1, 2, 1], projection=np.eye(2, 3), surrogates=q)

@@ -41,6 +41,7 @@ __all__ = [
     "min_squared_distance",
     "selection_gaps",
     "residual_block",
+    "build_residual_network",
     "fit_residual_network",
 ]
 
@@ -349,6 +350,146 @@ def _draw(rng, k, d, r):
     return projection, q
 
 
+def _check_inputs(x, labels):
+    """Validate the training set; return (x, labels, separation)."""
+    x = _v.finite_array(x, "x", ndim=2)
+    n = x.shape[0]
+    if n < 2:
+        raise ValueError(f"x must have at least two rows (training points), got {n}")
+    norms = np.linalg.norm(x, axis=1)
+    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_TOL)
+    if bad.size:
+        raise ValueError(
+            f"x must have rows of unit norm; row {bad[0]} has norm {norms[bad[0]]:.6g} "
+            f"({bad.size} rows off by more than {UNIT_NORM_TOL})"
+        )
+    labels = _check_labels(labels, n)
+    separation = min_squared_distance(x)
+    if separation <= 1e-12:
+        raise ValueError(
+            "x must not contain duplicate rows (the separation rho = min ||x_i - x_j||^2 is 0)"
+        )
+    return x, labels, separation
+
+
+def _failed_condition(alpha, q):
+    """The construction's conditions on one draw: ('', gaps, max_q) or (reason, ...)."""
+    r = q.shape[0]
+    max_q = float(np.max(q @ q.T - 2.0 * np.eye(r))) if r > 1 else -1.0
+    if max_q >= 0.5:
+        return f"surrogates with inner product {max_q:.3f} >= 1/2", None, max_q
+    gaps = selection_gaps(alpha, q)
+    margin = float(gaps.min())
+    if margin <= MIN_GAP:
+        return f"smallest selection gap {margin:.3g} <= {MIN_GAP}", gaps, max_q
+    return "", gaps, max_q
+
+
+def _assemble(projection, q, alpha, gaps, max_q, labels, separation, draws):
+    """The blocks and the read-out of the construction, given a draw that passed."""
+    n, k = alpha.shape
+    r = q.shape[0]
+    depth = math.ceil(n / k)
+    block_u = np.zeros((depth, k, k))
+    block_b = np.full((depth, k), -1.0)
+    block_v = np.zeros((depth, k, k))
+    for j in range(depth):
+        idx = np.arange(j * k, min((j + 1) * k, n))
+        m = idx.size
+        a = alpha[idx]
+        g = gaps[idx]
+        block_u[j, :m] = a
+        block_b[j, :m] = -(np.sum(a**2, axis=1) - g / 2.0)
+        block_v[j, :, :m] = ((q[labels[idx]] - a) * (2.0 / g)[:, None]).T
+    theta = (1.0 + max_q) / 2.0
+    return ResidualInterpolant(
+        projection=projection,
+        block_u=block_u,
+        block_b=block_b,
+        block_v=block_v,
+        surrogates=q,
+        output_u=q.copy(),
+        output_b=np.full(r, -theta),
+        output_v=np.eye(r) / (1.0 - theta),
+        separation=separation,
+        margin=float(gaps.min()),
+        draws=draws,
+    )
+
+
+def build_residual_network(x, labels, *, projection, surrogates) -> ResidualInterpolant:
+    r"""The construction of Theorem 3.2 for a given first layer and given surrogates.
+
+    The deterministic part of :func:`resnet_theory.expressivity.fit_residual_network`:
+    no random draw, no second attempt. Use it to test one draw of
+    :math:`(A_0, q)` against the whole condition of the construction.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, d)
+        Training inputs, one per row, each of unit Euclidean norm (within
+        ``1e-6``), no two equal; :math:`n \ge 2`.
+    labels : array_like of int, shape (n,)
+        Class labels in :math:`\{0, \dots, r-1\}`.
+    projection : array_like, shape (k, d)
+        The first layer :math:`A_0`.
+    surrogates : array_like, shape (r, k)
+        The surrogate label vectors :math:`q_0, \dots, q_{r-1}`, one per row,
+        each of unit norm (within ``1e-6``); ``r`` must exceed every label.
+
+    Returns
+    -------
+    ResidualInterpolant
+        ``draws`` is 1.
+
+    Raises
+    ------
+    ValueError
+        On invalid ``x`` or ``labels`` (as in
+        :func:`resnet_theory.expressivity.fit_residual_network`), on shapes that
+        do not match, on surrogates that are not unit vectors or fewer than the
+        classes, and when the draw fails the construction's condition: two
+        surrogates with inner product at least :math:`1/2`, or a selection gap
+        :math:`g_i` (:func:`resnet_theory.expressivity.selection_gaps`, data and
+        surrogates together) that is not positive.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from resnet_theory.expressivity import build_residual_network
+    >>> x = np.eye(3)
+    >>> build_residual_network(x, [0, 1, 0], projection=np.eye(3),
+    ...                        surrogates=np.array([[1.0, 0.0, 0.0],
+    ...                                             [0.0, 0.0, -1.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: the draw fails the construction's condition: smallest selection gap 0 <= 1e-08
+    >>> s = np.sqrt(0.5)
+    >>> net = build_residual_network(x, [0, 1, 0], projection=np.eye(3),
+    ...                              surrogates=np.array([[-s, -s, 0.0],
+    ...                                                   [s, -s, 0.0]]))
+    >>> net.predict(x).tolist(), net.depth
+    ([0, 1, 0], 1)
+    """
+    x, labels, separation = _check_inputs(x, labels)
+    n, d = x.shape
+    projection = _v.finite_array(projection, "projection", shape=(None, d))
+    k = projection.shape[0]
+    q = _v.finite_array(surrogates, "surrogates", shape=(None, k))
+    if q.shape[0] <= labels.max():
+        raise ValueError(
+            f"surrogates must have a row for every class 0..{labels.max()}, got {q.shape[0]}"
+        )
+    q_norms = np.linalg.norm(q, axis=1)
+    if np.any(np.abs(q_norms - 1.0) > UNIT_NORM_TOL):
+        raise ValueError("surrogates must have rows of unit norm")
+    alpha = x @ projection.T
+    reason, gaps, max_q = _failed_condition(alpha, q)
+    if reason:
+        raise ValueError(f"the draw fails the construction's condition: {reason}")
+    return _assemble(projection, q, alpha, gaps, max_q, labels, separation, 1)
+
+
 def fit_residual_network(x, labels, *, rng, width=None, max_draws=20) -> ResidualInterpolant:
     r"""Build a residual network that classifies every training point correctly.
 
@@ -428,74 +569,21 @@ def fit_residual_network(x, labels, *, rng, width=None, max_draws=20) -> Residua
     (True, 85, 3)
     """
     rng = _v.generator(rng)
-    x = _v.finite_array(x, "x", ndim=2)
-    n, d = x.shape
-    if n < 2:
-        raise ValueError(f"x must have at least two rows (training points), got {n}")
-    norms = np.linalg.norm(x, axis=1)
-    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_TOL)
-    if bad.size:
-        raise ValueError(
-            f"x must have rows of unit norm; row {bad[0]} has norm {norms[bad[0]]:.6g} "
-            f"({bad.size} rows off by more than {UNIT_NORM_TOL})"
-        )
-    labels = _check_labels(labels, n)
+    x, labels, separation = _check_inputs(x, labels)
+    d = x.shape[1]
     r = int(labels.max()) + 1
-    width = default_width(n, r) if width is None else _v.positive_int(width, "width")
+    width = default_width(x.shape[0], r) if width is None else _v.positive_int(width, "width")
     max_draws = _v.positive_int(max_draws, "max_draws")
-    separation = min_squared_distance(x)
-    if separation <= 1e-12:
-        raise ValueError(
-            "x must not contain duplicate rows (the separation rho = min ||x_i - x_j||^2 is 0)"
-        )
     k = width
 
     last_reason = ""
-    draws = 0
-    for _ in range(max_draws):
-        draws += 1
+    for draws in range(1, max_draws + 1):
         projection, q = _draw(rng, k, d, r)
-        inner_q = q @ q.T - 2.0 * np.eye(r)
-        max_q = float(inner_q.max()) if r > 1 else -1.0
-        if max_q >= 0.5:
-            last_reason = f"surrogates with inner product {max_q:.3f} >= 1/2"
-            continue
         alpha = x @ projection.T
-        gaps = selection_gaps(alpha, q)
-        margin = float(gaps.min())
-        if margin <= MIN_GAP:
-            last_reason = f"smallest selection gap {margin:.3g} <= {MIN_GAP}"
-            continue
-        break
-    else:
-        raise ValueError(
-            f"width k = {k} is too small to keep these points separated after the random "
-            f"projection ({max_draws} draws; last: {last_reason}); increase width"
-        )
-
-    depth = math.ceil(n / k)
-    block_u = np.zeros((depth, k, k))
-    block_b = np.full((depth, k), -1.0)
-    block_v = np.zeros((depth, k, k))
-    for j in range(depth):
-        idx = np.arange(j * k, min((j + 1) * k, n))
-        m = idx.size
-        a = alpha[idx]
-        g = gaps[idx]
-        block_u[j, :m] = a
-        block_b[j, :m] = -(np.sum(a**2, axis=1) - g / 2.0)
-        block_v[j, :, :m] = ((q[labels[idx]] - a) * (2.0 / g)[:, None]).T
-    theta = (1.0 + max_q) / 2.0
-    return ResidualInterpolant(
-        projection=projection,
-        block_u=block_u,
-        block_b=block_b,
-        block_v=block_v,
-        surrogates=q,
-        output_u=q.copy(),
-        output_b=np.full(r, -theta),
-        output_v=np.eye(r) / (1.0 - theta),
-        separation=separation,
-        margin=margin,
-        draws=draws,
+        last_reason, gaps, max_q = _failed_condition(alpha, q)
+        if not last_reason:
+            return _assemble(projection, q, alpha, gaps, max_q, labels, separation, draws)
+    raise ValueError(
+        f"width k = {k} is too small to keep these points separated after the random "
+        f"projection ({max_draws} draws; last: {last_reason}); increase width"
     )
