@@ -11,12 +11,14 @@ from resnet_theory.deep_linear import (
     EigenvalueRun,
     LemmaQuantities,
     balanced_factorization,
+    balanced_flow_velocity,
     distance_to_identity,
     eigenvalue_recursion,
     gradient,
     gradient_descent,
     hessian,
     hessian_vector_product,
+    imbalances,
     lemma_quantities,
     loss,
     margin,
@@ -274,6 +276,71 @@ def test_balanced_factorization_of_rotation_scaling_is_equal_factors():
     factors = balanced_factorization(a, 3)
     for factor in factors:
         np.testing.assert_allclose(factor, 2.0 ** (1 / 3) * rotation_2d(0.3), atol=1e-12)
+
+
+# --- balance and the end-to-end flow -----------------------------------------------------
+
+
+def test_imbalances_compare_neighbouring_layers():
+    thetas = random_network(3, 4, 3)
+    expected = [thetas[i + 1].T @ thetas[i + 1] - thetas[i] @ thetas[i].T for i in range(3)]
+    np.testing.assert_allclose(imbalances(thetas), expected, atol=1e-14)
+    assert imbalances(thetas[:1]).shape == (0, 3, 3)
+
+
+@given(seed=seeds, dim=dims, depth=st.integers(2, 6), data=st.data())
+def test_balanced_factorizations_have_zero_imbalances(seed, dim, depth, data):
+    negatives = 2 * data.draw(st.integers(0, dim // 2))
+    factors = balanced_factorization(positive_det_matrix(seed, dim, negatives), depth)
+    np.testing.assert_allclose(imbalances(factors), 0.0, atol=1e-9)
+
+
+@given(seed=seeds, depth=st.integers(2, 6), dim=dims, eta=st.floats(0.01, 0.5))
+def test_a_gradient_step_changes_the_imbalances_by_eta_squared_terms(seed, depth, dim, eta):
+    thetas = random_network(seed, depth, dim, scale=0.5)
+    phi = np.random.default_rng(seed + 1).normal(size=(dim, dim))
+    grads = gradient(thetas, phi)
+    change = imbalances(thetas - eta * grads) - imbalances(thetas)
+    expected = eta**2 * (np.swapaxes(grads[1:], 1, 2) @ grads[1:]
+                         - grads[:-1] @ np.swapaxes(grads[:-1], 1, 2))
+    np.testing.assert_allclose(change, expected, atol=1e-10)
+
+
+@given(seed=seeds, dim=dims, depth=depths, data=st.data())
+def test_balanced_flow_velocity_is_the_chain_rule_on_balanced_layers(seed, dim, depth, data):
+    negatives = 2 * data.draw(st.integers(0, dim // 2))
+    w = positive_det_matrix(seed, dim, negatives)
+    phi = np.random.default_rng(seed + 1).normal(size=(dim, dim))
+    layers = balanced_factorization(w, depth)
+    grads = gradient(layers, phi)
+    chain = np.zeros((dim, dim))  # d/dt Theta_L ... Theta_1 with dTheta_i/dt = -grad_i
+    for i in range(depth):
+        chain -= product(np.concatenate([layers[i + 1:], np.eye(dim)[None]])) @ grads[i] \
+            @ product(np.concatenate([np.eye(dim)[None], layers[:i]]))
+    np.testing.assert_allclose(balanced_flow_velocity(w, phi, depth), chain, atol=1e-9)
+
+
+def test_balanced_flow_velocity_is_plain_gradient_flow_for_one_layer():
+    w, phi = np.array([[1.0, 2.0], [0.0, -1.0]]), np.eye(2)
+    np.testing.assert_allclose(balanced_flow_velocity(w, phi, 1), phi - w, atol=1e-14)
+
+
+def test_balanced_flow_velocity_of_a_scalar_and_at_a_singular_matrix():
+    assert balanced_flow_velocity([[4.0]], [[3.0]], 2)[0, 0] == pytest.approx(-8.0)
+    assert balanced_flow_velocity([[0.0]], [[3.0]], 2)[0, 0] == 0.0  # the wall
+    # a singular W: the velocity has no component that moves its kernel for L >= 2
+    w = np.diag([2.0, 0.0])
+    velocity = balanced_flow_velocity(w, np.diag([1.0, -1.0]), 3)
+    assert velocity[1, 1] == 0.0
+
+
+def test_balanced_flow_velocity_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="phi"):
+        balanced_flow_velocity(np.eye(2), np.eye(3), 2)
+    with pytest.raises(ValueError, match="depth"):
+        balanced_flow_velocity(np.eye(2), np.eye(2), 0)
+    with pytest.raises(TypeError, match="depth"):
+        balanced_flow_velocity(np.eye(2), np.eye(2), 2.0)
 
 
 # --- training ---------------------------------------------------------------------------------

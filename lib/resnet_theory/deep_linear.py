@@ -54,12 +54,14 @@ __all__ = [
     "EigenvalueRun",
     "LemmaQuantities",
     "balanced_factorization",
+    "balanced_flow_velocity",
     "distance_to_identity",
     "eigenvalue_recursion",
     "gradient",
     "gradient_descent",
     "hessian",
     "hessian_vector_product",
+    "imbalances",
     "lemma_quantities",
     "loss",
     "margin",
@@ -409,6 +411,117 @@ def distance_to_identity(thetas):
     return float(np.max(np.linalg.norm(thetas - np.eye(thetas.shape[1]), ord=2, axis=(1, 2))))
 
 
+# --- balance and the end-to-end flow --------------------------------------------------------
+
+
+def imbalances(thetas):
+    r"""The imbalances :math:`D_i = \Theta_{i+1}^\top \Theta_{i+1} - \Theta_i \Theta_i^\top`.
+
+    Inserting an invertible :math:`G` between two layers,
+    :math:`\Theta_i \to G\Theta_i` and :math:`\Theta_{i+1} \to \Theta_{i+1} G^{-1}`,
+    does not change the product, hence not the loss. By this symmetry gradient
+    flow keeps every :math:`D_i` constant, and one step of gradient descent with
+    step :math:`\eta` changes it by
+    :math:`\eta^2 (G_{i+1}^\top G_{i+1} - G_i G_i^\top)` with
+    :math:`G_i = \nabla_{\Theta_i} \ell`. Layers with all :math:`D_i = 0` are
+    *balanced*; the identity and the factors of
+    :func:`resnet_theory.deep_linear.balanced_factorization` are.
+
+    Parameters
+    ----------
+    thetas : array_like, shape (L, d, d)
+        The layers, ``thetas[0]`` :math:`= \Theta_1` applied first.
+
+    Returns
+    -------
+    ndarray, shape (L - 1, d, d)
+        Entry ``i - 1`` is :math:`D_i`, :math:`i = 1, \dots, L - 1` (empty for
+        :math:`L = 1`).
+
+    Raises
+    ------
+    ValueError
+        If ``thetas`` is not a finite array of shape ``(L, d, d)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from resnet_theory.deep_linear import imbalances
+    >>> imbalances([np.diag([2.0, 1.0]), np.diag([1.0, 3.0])]).tolist()
+    [[[-3.0, 0.0], [0.0, 8.0]]]
+    """
+    thetas = _network(thetas)
+    later, earlier = thetas[1:], thetas[:-1]
+    return np.swapaxes(later, 1, 2) @ later - earlier @ np.swapaxes(earlier, 1, 2)
+
+
+def balanced_flow_velocity(w, phi, depth):
+    r"""The velocity of the end-to-end matrix under balanced gradient flow.
+
+    If the layers are balanced (:func:`resnet_theory.deep_linear.imbalances`
+    all zero) and follow gradient flow :math:`\dot\Theta_i = -\nabla_{\Theta_i}\ell`,
+    their product :math:`W = \Theta_{1:L}` moves by
+
+    .. math::
+
+        \dot W = -\sum_{i=1}^{L} (W W^\top)^{\frac{L-i}{L}} \, (W - \Phi) \,
+                 (W^\top W)^{\frac{i-1}{L}} ,
+
+    a gradient flow on :math:`\tfrac12\|W - \Phi\|_F^2` with a preconditioner
+    that depends on :math:`W` alone (Arora, Cohen and Hazan 2018, Theorem 1,
+    without weight decay).
+
+    Parameters
+    ----------
+    w : array_like, shape (d, d)
+        The end-to-end matrix :math:`W`.
+    phi : array_like, shape (d, d)
+        The target :math:`\Phi`.
+    depth : int
+        :math:`L \ge 1`.
+
+    Returns
+    -------
+    ndarray, shape (d, d)
+        :math:`\dot W`.
+
+    Raises
+    ------
+    ValueError
+        If the matrices are not finite, square and of one size, or ``depth`` is
+        not positive.
+    TypeError
+        If ``depth`` is not an integer.
+
+    Notes
+    -----
+    With the singular value decomposition :math:`W = U \Sigma V^\top` and
+    :math:`E = W - \Phi`,
+    :math:`\dot W = -U \bigl(K \circ (U^\top E V)\bigr) V^\top` with
+    :math:`K_{rs} = \sum_{i=1}^{L} \sigma_r^{2(L-i)/L} \sigma_s^{2(i-1)/L}`. So
+    the preconditioner is symmetric positive semi-definite with eigenvalues
+    :math:`K_{rs}` between :math:`L \sigma_{\min}^{2-2/L}` and
+    :math:`L \sigma_{\max}^{2-2/L}`; at :math:`L = 1` it is the identity.
+
+    Examples
+    --------
+    For :math:`d = 1` this is :math:`\dot w = -L |w|^{2 - 2/L} (w - \phi)`:
+
+    >>> from resnet_theory.deep_linear import balanced_flow_velocity
+    >>> balanced_flow_velocity([[4.0]], [[3.0]], depth=2).tolist()
+    [[-8.0]]
+    """
+    w = _square(w, "w")
+    phi = _square(phi, "phi", w.shape[0])
+    depth = _v.positive_int(depth, "depth")
+    u, sigma, vt = np.linalg.svd(w)
+    i = np.arange(1, depth + 1)
+    left = sigma[:, None] ** (2 * (depth - i) / depth)  # (d, L): sigma_r^(2(L-i)/L)
+    right = sigma[:, None] ** (2 * (i - 1) / depth)  # (d, L): sigma_s^(2(i-1)/L)
+    weights = left @ right.T  # K_rs
+    return -u @ (weights * (u.T @ (w - phi) @ vt.T)) @ vt
+
+
 @dataclass(frozen=True)
 class LemmaQuantities:
     r"""The quantities that enter the three lemmas behind the convergence proof.
@@ -469,9 +582,11 @@ class LemmaQuantities:
 
     @property
     def slides_hessian_bound(self):
-        r""":math:`3 L d^5 (1+z)^{2L}`, the slides' form.
+        r""":math:`3 L d^5 (1+z)^{2L}`, the form printed in the slides.
 
-        Valid only when :math:`\|E\|_F \le 2\sqrt{d}(1+z)^L` and :math:`z \ge 0`.
+        It bounds :math:`\|\nabla^2 \ell\|_F` when :math:`z \ge 0` and
+        :math:`\|E\|_F \le 2\sqrt{d}(1+z)^L`; without a condition on :math:`E`
+        it can fail (see :func:`resnet_theory.deep_linear.lemma_quantities`).
         """
         return 3 * self.depth * self.dim**5 * self.max_norm ** (2 * self.depth)
 
@@ -497,9 +612,11 @@ def lemma_quantities(thetas, phi):
 
     Notes
     -----
-    The three lemmas of the convergence proof (Bartlett, Helmbold and Long,
-    2019) read, with :math:`\sigma_{\min}(\Theta_i) \ge 1 - a` and
-    :math:`\|\Theta_i\|_2 \le 1 + z` for all :math:`i`:
+    The quantities enter the three lemmas of the convergence proof in the forms
+    that the book proves (Chapter 4, "Gradient descent from the identity"): with
+    :math:`\sigma_{\min}(\Theta_i) \ge 1 - a \ge 0` and
+    :math:`\|\Theta_i\|_2 \le 1 + z` for all :math:`i`, and
+    :math:`E = \Theta_{1:L} - \Phi`,
 
     .. math::
 
@@ -507,25 +624,28 @@ def lemma_quantities(thetas, phi):
 
         \mathcal{R}(t+1) \le \mathcal{R}(t) + \eta (1 + \mathcal{R}(t))^{L-1} \sqrt{2 \ell(t)},
 
-    and, for the Hessian, with :math:`E = \Theta_{1:L} - \Phi`,
-
-    .. math::
-
         \|\nabla^2_\Theta \ell\|_F \le L \bigl(d (1+z)^{2L-2}
-        + \sqrt{d}\,(1+z)^{L-2} \|E\|_F\bigr)
+        + \sqrt{d}\,(1+z)^{L-2} \|E\|_F\bigr) \quad (L \ge 2)
 
-    (:attr:`LemmaQuantities.hessian_upper_bound`). The slides print
-    :math:`3 L d^5 (1+z)^{2L}` with no condition on :math:`\Phi`; that form is
-    false far from the target (:math:`d = 1`, :math:`L = 2`,
-    :math:`\Theta = (1, 1)`, :math:`\Phi = -100` has
-    :math:`\|\nabla^2 \ell\|_F \approx 144 > 6`) and holds when
-    :math:`z \ge 0` and :math:`\|E\|_F \le 2\sqrt{d}(1+z)^L`.
-
-    The first follows from
+    (:attr:`LemmaQuantities.gradient_lower_bound`,
+    :attr:`LemmaQuantities.hessian_upper_bound`). The first follows from
     :math:`\|\nabla_{\Theta_i}\ell\|_F \ge \sigma_{\min}(\Theta_{i+1:L})\,
-    \sigma_{\min}(\Theta_{1:i-1}) \|E\|_F` and :math:`\|E\|_F^2 = 2\ell`; the
-    version with the factor 4 (Hardt and Ma) is for the loss without the
-    :math:`\tfrac12`.
+    \sigma_{\min}(\Theta_{1:i-1}) \|E\|_F` and :math:`\|E\|_F^2 = 2\ell`.
+
+    These are not the printed forms. P. Bartlett's slides (2018), which present
+    the lemmas of Bartlett, Helmbold and Long (2019), print
+    :math:`\|\nabla_\Theta \ell\|^2 \ge 4 \ell L (1-a)^{2L}` (credited there to
+    Hardt and Ma), the exponent :math:`L` in place of :math:`L - 1` in the
+    second lemma, and :math:`\|\nabla^2_\Theta \ell\|_F \le 3 L d^5 (1+z)^{2L}`.
+    The first is false for :math:`\ell = \tfrac12\|E\|_F^2`, since equality
+    holds with :math:`2 L \ell` at the identity; it holds for the loss
+    :math:`\|E\|_F^2` without the :math:`\tfrac12` when :math:`0 \le a \le 1`.
+    (Hardt and Ma's printed inequality (2.3) is a third form; the book treats it
+    in Chapter 2.) The second is implied by the book's form. The third is false
+    far from the target (:math:`d = 1`, :math:`L = 2`, :math:`\Theta = (1, 1)`,
+    :math:`\Phi = -100` has :math:`\|\nabla^2 \ell\|_F \approx 144 > 6`) and
+    follows from the book's bound when :math:`z \ge 0` and
+    :math:`\|E\|_F \le 2\sqrt{d}(1+z)^L`.
 
     Examples
     --------
@@ -690,6 +810,10 @@ def balanced_factorization(a, depth):
     factorisation above, whose factors are within :math:`O(1/L)` of the
     identity because :math:`R^{1/L}` is a real rotation by angles at most
     :math:`\pi/L`.
+
+    The factors are balanced in the sense of
+    :func:`resnet_theory.deep_linear.imbalances`:
+    :math:`A_{i+1}^\top A_{i+1} = R^{i/L} P^{2/L} R^{-i/L} = A_i A_i^\top`.
 
     Examples
     --------
