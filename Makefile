@@ -72,17 +72,21 @@ PORTABLE_CORETYPES ?= Prescott Sandybridge
 PDF_DIR  := _build/pdf
 CHROMIUM ?= $(shell command -v chromium-headless-shell 2>/dev/null || command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
 
-.PHONY: help book pdf test test-portable lab lint clean student grade merge-marks notebooks \
+.PHONY: help book site pdf test test-portable lab lint clean student grade merge-marks notebooks \
 	answer-key
 
 help:
 	@echo "make book   build the HTML book into _build/html (with the PDF, when"
 	@echo "               Chromium is installed)"
+	@echo "make site   the publishable site in _build/site (book, student edition, PDFs,"
+	@echo "               notebooks and their Colab editions, the library's wheel);"
+	@echo "               REPO_URL=<fork> SITE_URL=<address> for a fork"
 	@echo "make pdf    print the book and one exercise sheet per chapter into _build/pdf"
 	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
 	@echo "make test-portable  re-run every notebook under nbval with the OpenBLAS"
 	@echo "               kernels of other CPUs ($(PORTABLE_CORETYPES))"
-	@echo "make lab [LAB_PORT=8888]  open the notebooks in JupyterLab (MyST rendered)"
+	@echo "make lab [LAB_PORT=8888] [LAB_EDITION=student]  open the notebooks in JupyterLab"
+	@echo "               (MyST rendered; the student edition has no solutions)"
 	@echo "make lint   ruff over the library and tests"
 	@echo "make notebooks [NB=<path>]  re-execute the notebooks in place (fresh kernel,"
 	@echo "               top to bottom, no timings stored), then check them with make test"
@@ -98,22 +102,54 @@ help:
 	@echo "               to <folder>/gradebook.csv"
 	@echo "make clean  remove _build (keeps .venv)"
 
+# A long step prints a line when it starts and its time when it ends:
+# $(call timed,what it does,command)
+timed = @echo "== $(1)"; start=$$(date +%s); $(2) && echo "   $(1): done in $$(( $$(date +%s) - start )) s"
+
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python 3.11 or newer is needed, found %d.%d (set PYTHON=...)" % v[:2])'
+	@echo "== creating the environment $(VENV) from requirements.txt (about 1 GB; 2 to 4 minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(call timed,installing the pinned packages,$(BIN)/python -m pip install --progress-bar on -r requirements.txt)
 	@touch $(STAMP)
+
+# What the printed edition is made of: the PDF is printed again only when one of
+# these is newer than it (the library reference is not printed).
+BOOK_SOURCES := _config.yml _toc.yml $(shell find book -type f -not -path '*/.ipynb_checkpoints/*' \
+	-not -name '*.pyc' 2>/dev/null)
+PRINTED := $(PDF_DIR)/.printed
 
 book: $(STAMP)
 ifeq ($(strip $(CHROMIUM)),)
 	@echo "No Chromium (apt-get install chromium-headless-shell): the HTML book is built without its PDF."
 else
-	$(MAKE) --no-print-directory pdf
+	@$(MAKE) --no-print-directory $(PRINTED)
 endif
-	$(BIN)/jupyter-book build $(JB_FLAGS) .
+	@mkdir -p _build
+	$(call timed,building the HTML book (only what changed),$(BIN)/jupyter-book build $(JB_FLAGS) . > _build/book-build.log 2>&1 || { tail -40 _build/book-build.log; exit 1; })
 	@echo
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+
+$(PRINTED): $(BOOK_SOURCES) $(STAMP)
+	$(call timed,printing the PDF (a source changed),$(MAKE) --no-print-directory pdf)
+	@touch $@
+
+# The publishable site (book/_ext/site.py): the book at the root, the student edition
+# under student/, the PDFs, every notebook for download with its Colab edition, the
+# library's wheel and a 404 page; it works from any sub-path. REPO_URL overrides
+# repository.url of _config.yml (a fork's launch buttons, install cells and links),
+# SITE_URL the address it is published at (default: GitHub Pages' for REPO_URL).
+REPO_URL ?=
+SITE_URL ?=
+site: $(STAMP)
+ifeq ($(strip $(CHROMIUM)),)
+	@echo "No Chromium (apt-get install chromium-headless-shell): the site is built without its PDFs."
+else
+	@$(MAKE) --no-print-directory $(PRINTED)
+endif
+	$(BIN)/python book/_ext/site.py --out _build/site --pdf $(PDF_DIR) \
+		$(if $(REPO_URL),--repo-url "$(REPO_URL)") $(if $(SITE_URL),--site-url "$(SITE_URL)")
 
 pdf: $(STAMP)
 	@test -n "$(strip $(CHROMIUM))" || { echo "make pdf needs Chromium: apt-get install chromium-headless-shell (or chromium; or CHROMIUM=<path>)" >&2; exit 1; }
@@ -151,8 +187,15 @@ $(LAB_SETTINGS): Makefile $(STAMP)
 	@mkdir -p $(dir $@)
 	@echo "$$LAB_OVERRIDES" > $@
 
+# LAB_EDITION=student opens the student notebooks (no solutions), written first.
+LAB_EDITION ?= book
 lab: $(STAMP) $(LAB_SETTINGS)
+ifeq ($(LAB_EDITION),student)
+	$(BIN)/python -m resnet_theory.homework student --root . --out _build/student
+	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=_build/student
+else
 	$(BIN)/jupyter lab $(LAB_FLAGS) --ServerApp.root_dir=book
+endif
 
 # The kernels talk over Unix sockets in a folder of their own, as the suite's do (over
 # TCP, ipykernel warns about plain-text traffic for every notebook).
@@ -163,6 +206,7 @@ notebooks: $(STAMP)
 		--KernelManager.transport=ipc --KernelManager.ip=$$sockets/kernel $(NB); \
 	status=$$?; rm -rf $$sockets; exit $$status
 	$(BIN)/python -c "$$STRIP_TIMINGS" $(NB)
+	$(BIN)/python book/_ext/editions.py collapse $(NB)
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests
