@@ -135,7 +135,7 @@ $(PRINTED): $(BOOK_SOURCES) $(STAMP)
 	$(call timed,printing the PDF (a source changed),$(MAKE) --no-print-directory pdf)
 	@touch $@
 
-# The publishable site (book/_ext/site.py): the book at the root, the student edition
+# The publishable site (book/_ext/build_site.py): the book at the root, the student edition
 # under student/, the PDFs, every notebook for download with its Colab edition, the
 # library's wheel and a 404 page; it works from any sub-path. REPO_URL overrides
 # repository.url of _config.yml (a fork's launch buttons, install cells and links),
@@ -148,7 +148,7 @@ ifeq ($(strip $(CHROMIUM)),)
 else
 	@$(MAKE) --no-print-directory $(PRINTED)
 endif
-	$(BIN)/python book/_ext/site.py --out _build/site --pdf $(PDF_DIR) \
+	$(BIN)/python book/_ext/build_site.py --out _build/site --pdf $(PDF_DIR) \
 		$(if $(REPO_URL),--repo-url "$(REPO_URL)") $(if $(SITE_URL),--site-url "$(SITE_URL)")
 
 pdf: $(STAMP)

@@ -2,7 +2,7 @@
 
 ``make site`` runs this script::
 
-    python book/_ext/site.py --out _build/site [--repo-url URL] [--site-url URL]
+    python book/_ext/build_site.py --out _build/site [--repo-url URL] [--site-url URL]
                               [--pdf _build/pdf]
 
 The folder holds
@@ -127,7 +127,7 @@ def build_wheel(root, out):
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "src"
         source.mkdir()
-        for name in ("pyproject.toml", "README.md", "LICENSE"):
+        for name in ("pyproject.toml", "LICENSE"):
             shutil.copy2(root / name, source / name)
         shutil.copytree(root / "lib", source / "lib",
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
