@@ -611,3 +611,20 @@ def test_check_ex_dl_balanced_rejects_wrong_product_and_junk():
     assert not result and "product" in result.reason
     assert not checks.ex_dl_balanced("three matrices")
     assert not checks.ex_dl_balanced(np.ones((2, 2, 2)))
+
+
+# --- the figure of the chapter's index ---------------------------------------------------------
+
+
+def test_the_index_figure_script_checks_its_facts_and_draws(tmp_path):
+    """book/ch4_deep_linear/one_picture.py asserts what its figure shows, then draws it."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "book" / "ch4_deep_linear" / "one_picture.py"
+    spec = importlib.util.spec_from_file_location("ch4_one_picture", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.draw(tmp_path / "one_picture.svg")
+    assert out.read_text().lstrip().startswith("<?xml")
+    assert module.OUT.is_file()  # the committed figure the index shows
