@@ -65,8 +65,9 @@ PYTEST    := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_JOBS) --di
 PORTABLE_CORETYPES ?= Prescott Sandybridge
 
 # The printed edition: `make pdf` builds the book as one HTML page and prints it with
-# Debian's Chromium (book/_ext/print_pdf.py) into _build/pdf/near-the-identity.pdf and
-# one exercise sheet per chapter, _build/pdf/exercises-ch<N>.pdf. `make book` prints
+# Debian's Chromium (book/_ext/print_pdf.py) into _build/pdf/near-the-identity.pdf, one
+# PDF per chapter (its pages and its solutions), _build/pdf/near-the-identity-ch<N>.pdf,
+# and one exercise sheet per chapter, _build/pdf/exercises-ch<N>.pdf. `make book` prints
 # it first, so that the HTML book's ".pdf" button serves it; without Chromium,
 # `make book` builds the HTML only and says so.
 PDF_DIR  := _build/pdf
