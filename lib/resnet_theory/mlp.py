@@ -49,9 +49,11 @@ where :math:`z_j = U_j h_{j-1} + b_j` (with normalisation, :math:`\sigma'(z_j)
 :math:`\bar g \mapsto (\bar g - \operatorname{mean}\bar g - \hat z
 \operatorname{mean}(\bar g \odot \hat z)) / \sqrt{s^2 + \varepsilon}`, the
 means taken along the normalised axis). In the plain network the signal is
-multiplied by :math:`L` Jacobians and vanishes or explodes geometrically; in
-the residual network the identity term carries it through unchanged. Chapter 1
-of the book measures exactly this.
+multiplied by :math:`L` random Jacobians, and its size drifts by a random factor
+at every layer; in the residual network the identity term carries it, and each
+block changes it by the factor :math:`(I + E_j)^\top`, with
+:math:`E_j = V_j \operatorname{diag}(\sigma'(z_j)) U_j` small at the default
+initialisation. Chapter 1 of the book measures both.
 
 Reference: K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image
 recognition", CVPR 2016, arXiv:1512.03385; S. Ioffe and C. Szegedy, "Batch
