@@ -110,7 +110,9 @@ def test_math_is_typeset_by_mathjax(build):
 
 def test_api_reference_documents_the_library(build):
     _, html = build
-    page = _page(html, "book/api")
+    # book/api.md and one page per module under book/api/
+    page = _page(html, "book/api") + "".join(
+        path.read_text(encoding="utf-8") for path in sorted((html / "book" / "api").glob("*.html")))
     for anchor in ("landscape.critical_points", "landscape.constrained_critical_points",
                    "residual_unit.gradient_lower_bound", "projected_sgd.skip_to_output_sgd",
                    "linear_predictors.least_squares", "plotting.use_book_style",
