@@ -40,10 +40,12 @@ import sys
 import tempfile
 import time
 import tomllib
+import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
 import nbformat
+import nbformat.warnings
 import yaml
 
 HERE = Path(__file__).resolve().parent
@@ -90,6 +92,13 @@ def _run(command, **kwargs):
     return result
 
 
+def _read(path):
+    """A notebook; one whose cells lack ids (nbformat adds them) is read all the same."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nbformat.warnings.MissingIDFieldWarning)
+        return nbformat.read(path, as_version=4)
+
+
 def _rewrite_install_cell(notebook, wheel_url):
     """Point the notebook's install cell (Colab, Binder) at the site's wheel."""
     for cell in notebook.cells:
@@ -115,7 +124,7 @@ def _stage(root, staging, repo_url, site_url, wheel_url, pdf_dir):
     (staging / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False),
                                          encoding="utf-8")
     for path in (staging / "book").rglob("*.ipynb"):
-        notebook = nbformat.read(path, as_version=4)
+        notebook = _read(path)
         nbformat.write(_rewrite_install_cell(notebook, wheel_url), path)
     if pdf_dir and Path(pdf_dir).is_dir():
         shutil.copytree(pdf_dir, staging / "_build" / "pdf")
@@ -159,7 +168,7 @@ def _write_editions(book_src, student_src, book_html, student_html, site, site_u
         converter = editions.ColabConverter(html_root, base, wheel_url, bib, macros)
         for path in _notebooks(source):
             relative = path.relative_to(source)
-            notebook = _rewrite_install_cell(nbformat.read(path, as_version=4), wheel_url)
+            notebook = _rewrite_install_cell(_read(path), wheel_url)
             download = site / "notebooks" / edition / relative
             download.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(notebook, download)

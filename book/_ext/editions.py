@@ -117,6 +117,16 @@ def collapse_solutions(notebook):
 
 
 # ------------------------------------------------------------------ the book's labels
+def _heading_text(heading):
+    """A heading's text without its section number and its "#" link."""
+    parts = [heading.text or ""]
+    for child in heading:
+        classes = child.get("class", "")
+        if "section-number" not in classes and "headerlink" not in classes:
+            parts.append(child.text_content())
+        parts.append(child.tail or "")
+    return " ".join("".join(parts).split())
+
 @dataclass(frozen=True)
 class Target:
     """A labelled thing of the HTML book: its page, number text and title."""
@@ -143,7 +153,7 @@ def labels_from_html(html_root):
         tree = lxml.html.parse(str(path)).getroot()
         title = tree.find(".//title")
         h1 = tree.xpath("//article//h1")
-        page_title = h1[0].text_content().replace("#", "").strip() if h1 else (
+        page_title = _heading_text(h1[0]) if h1 else (
             title.text_content() if title is not None else relative)
         pages[relative[:-len(".html")]] = page_title.strip()
         for box in tree.xpath("//div[contains(@class,'admonition')][@id]"):
@@ -173,14 +183,15 @@ def labels_from_html(html_root):
             heading = section.xpath("./*[self::h1 or self::h2 or self::h3 or self::h4]")
             if heading:
                 targets.setdefault(section.get("id"), Target(
-                    relative, "", heading[0].text_content().replace("#", "").strip()))
+                    relative, "", _heading_text(heading[0])))
         for span in tree.xpath("//span[@id]"):  # (label)= targets before a heading
             nxt = span.getnext()
             if nxt is not None and nxt.tag == "section":
-                heading = nxt.xpath("./*[self::h1 or self::h2 or self::h3 or self::h4]")
-                if heading:
-                    targets.setdefault(span.get("id"), Target(
-                        relative, "", heading[0].text_content().replace("#", "").strip()))
+                nxt = next(iter(nxt.xpath("./*[self::h1 or self::h2 or self::h3 or self::h4]")),
+                           None)
+            if nxt is not None and nxt.tag in ("h1", "h2", "h3", "h4"):
+                targets.setdefault(span.get("id"), Target(
+                    relative, "", _heading_text(nxt)))
         for dt in tree.xpath("//dl[contains(@class,'py')]/dt[@id]"):
             objects[dt.get("id")] = (relative, dt.get("id"))
     return targets, pages, objects
@@ -420,8 +431,8 @@ class ColabConverter:
         if name in ("solution-start", "solution"):
             target = self.targets.get(argument)
             number = target.number if target and target.number else "the exercise"
-            opened = (f"<details>\n<summary><b>Solution to {number}</b></summary>\n\n"
-                      + (self.markdown(body) + "\n" if body.strip() else ""))
+            opened = (f"<details>\n<summary><b>Solution to {number}</b></summary>\n"
+                      + ("\n" + self.markdown(body) + "\n" if body.strip() else ""))
             if name == "solution":
                 return opened + "\n</details>"
             self._open_details = True
