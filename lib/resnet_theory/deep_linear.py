@@ -468,8 +468,8 @@ def balanced_flow_velocity(w, phi, depth):
                  (W^\top W)^{\frac{i-1}{L}} ,
 
     a gradient flow on :math:`\tfrac12\|W - \Phi\|_F^2` with a preconditioner
-    that depends on :math:`W` alone (Arora, Cohen and Hazan 2018, Theorem 1,
-    without weight decay).
+    that depends on :math:`W` alone (derived by Arora, Cohen and Hazan, 2018,
+    who also allow a weight decay, here zero).
 
     Parameters
     ----------
