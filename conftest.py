@@ -6,7 +6,7 @@ solutions leave in their answer variables, so it is read from that same run:
 after the last cell of a book notebook has passed, the grader's own export code
 (:func:`resnet_theory.homework.sandbox.export_source`) runs in nbval's kernel,
 and the grader reads the exported answers back with its own limits
-(:func:`resnet_theory.homework.grading._read_answers`), exactly as
+(:func:`resnet_theory.homework.answers.read_answers`), exactly as
 ``make answer-key`` does after running the notebook in its sandbox. The entry is
 signed and cached by the notebook's SHA-256 (:mod:`resnet_theory.homework.answer_key`)
 in a folder of the system's temporary directory, which the ``book_answer_key``
@@ -115,8 +115,9 @@ class _KeyFromNbval:
 def _export_key(kernel, path, sha):
     """Export the answers of ``path`` from nbval's ``kernel`` into the cached key."""
     from resnet_theory.homework import answer_key, load_assignment
-    from resnet_theory.homework.grading import _read_answers
-    from resnet_theory.homework.sandbox import Limits, export_source
+    from resnet_theory.homework.answers import read_answers
+    from resnet_theory.homework.driver import export_source
+    from resnet_theory.homework.sandbox import Limits
 
     title, auto, _, _ = load_assignment(path).notebooks[path.name.lower()]
     labels = answer_key.compared_labels(auto)
@@ -144,7 +145,8 @@ def _export_key(kernel, path, sha):
                 break
         text = "".join(printed)
         manifest = json.loads(text.split(nonce)[1]) if text.count(nonce) >= 2 else {}
-        answers = _read_answers(scratch, nonce, manifest, variables, limits.answer_bytes)
+        answers = read_answers(scratch / "box" / f"export-{nonce}", manifest, variables,
+                               limits.answer_bytes)
         entry = answer_key.KeyedNotebook(title, sha,
                                          answer_key.expected_answers(title, labels, answers))
     finally:

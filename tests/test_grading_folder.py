@@ -12,6 +12,7 @@ the notebooks are either unreadable or only collected.
 """
 
 import csv
+import hashlib
 import os
 import shutil
 import subprocess
@@ -142,8 +143,11 @@ def test_a_name_that_is_not_utf8_is_escaped_and_the_csv_is_complete(tmp_path):
     assert [g.notebook for g in grades] == ["caf\\xe9.ipynb", "zoe.ipynb"]
     rows = _rows(tmp_path / "grades.csv")
     assert [row[0] for row in rows[1:]] == ["caf\\xe9.ipynb", "zoe.ipynb"]
+    stem = "caf_xe9-" + hashlib.sha256(b"caf\\xe9").hexdigest()[:8]
     assert sorted(p.name for p in (tmp_path / "feedback").iterdir()) == \
-        ["caf_xe9.txt", "zoe.txt"]
+        [f"{stem}.txt", "index.csv", "zoe.txt"]
+    assert _rows(tmp_path / "feedback" / "index.csv")[1:] == [["caf\\xe9", f"{stem}.txt"],
+                                                              ["zoe", "zoe.txt"]]
 
 
 @pytest.mark.parametrize("name", ["=HYPERLINK(\"http:x\",\"y\").ipynb", "+1.ipynb",
@@ -165,7 +169,9 @@ def test_csv_cells_that_start_like_a_formula_are_escaped():
 def test_a_shell_command_in_a_name_gives_a_plain_feedback_file_name(tmp_path):
     (tmp_path / "$(id>PWNED);#.ipynb").write_text("{ not json")
     homework.grade_folder(tmp_path, sandbox="off")
-    assert [p.name for p in (tmp_path / "feedback").iterdir()] == ["__id_PWNED___.txt"]
+    names = sorted(p.name for p in (tmp_path / "feedback").iterdir())
+    assert names[0].startswith("__id_PWNED___-") and names[0].endswith(".txt")
+    assert names[1:] == ["index.csv"]
     assert not (tmp_path / "PWNED").exists()
 
 
@@ -185,7 +191,8 @@ def test_nfc_and_nfd_spellings_of_one_name_give_two_distinct_rows(tmp_path):
     grades = homework.grade_folder(tmp_path, sandbox="off")
     names = [g.notebook for g in grades]
     assert sorted(names) == sorted(["Jos\u00e9.ipynb", "Jose\\u0301.ipynb"])
-    assert len({p.name for p in (tmp_path / "feedback").iterdir()}) == 2
+    assert len({p.name for p in (tmp_path / "feedback").iterdir()} - {"index.csv"}) == 2
+    assert all(g.status == "invalid" and "same after normalisation" in g.reason for g in grades)
 
 
 def test_every_skipped_entry_is_listed_in_grades_csv_and_on_stderr(tmp_path, capsys):
@@ -237,7 +244,7 @@ def test_flat_file_names_are_grouped_by_the_assignment_or_a_pattern(tmp_path):
 
 
 def test_an_exception_message_from_the_kernel_is_filtered():
-    from resnet_theory.homework.sandbox import safe_error
+    from resnet_theory.homework.driver import safe_error
 
     assert safe_error("RuntimeError", "boom") == "RuntimeError: boom"
     assert safe_error("=HYPERLINK(\"x\")", "ok") == "an exception: ok"

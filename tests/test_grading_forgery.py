@@ -18,14 +18,15 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from resnet_theory import checks, homework
-from resnet_theory.homework.grading import _read_regular_file, load_answer
+from resnet_theory.homework.answers import load_answer
+from resnet_theory.homework.files import read_regular_file
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 EXERCISE = new_markdown_cell("```{exercise} Depth\n:label: ex-shamir-trap-depth\nCompute it.\n```")
 LABEL = "ex-shamir-trap-depth"
 
 DEPTH = ("from resnet_theory.landscape import critical_points\n"
-         "pts = critical_points(eps=2.0, weight_decay=0.5)\n"
+         "pts = critical_points(eps=1.5, weight_decay=0.3)\n"
          "mins = sorted((p for p in pts if p.kind == 'minimum'), key=lambda p: p.value)\n"
          "(sad,) = [p for p in pts if p.kind == 'saddle']\n"
          "depth = sad.value - mins[-1].value")
@@ -167,8 +168,8 @@ def test_exported_answers_are_read_without_following_links(tmp_path):
     folder_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with pytest.raises(OSError):
-            _read_regular_file(folder_fd, "answer.json", 100)
+            read_regular_file(folder_fd, "answer.json", 100)
         with pytest.raises(ValueError, match="limit"):
-            _read_regular_file(folder_fd, "secret.txt", 2)
+            read_regular_file(folder_fd, "secret.txt", 2)
     finally:
         os.close(folder_fd)

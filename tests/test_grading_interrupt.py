@@ -5,14 +5,17 @@ second sleeps, the third waits its turn. The grader runs as a separate process
 (``python -m resnet_theory.homework grade``). Killed with SIGKILL after the first
 row, it leaves ``grades.csv`` with that row (the stale file of an earlier run is
 gone) and its scratch folders, which the next run removes. (Each grader here has
-a temporary folder of its own: another grader on the machine, such as another
-test worker's, would otherwise clean the killed one's scratch folders first.) Stopped with SIGINT,
+a temporary folder of its own, which other users may enter, since a root grader runs
+the submissions as an unprivileged user: another grader on the machine, such as another
+test worker's, would otherwise clean the killed one's scratch folders first.) Stopped
+with SIGINT,
 it stops the running sandbox, writes ``grades.csv``, the grade book and the
 feedback of what was done, leaves no scratch folder and exits with status 130.
 """
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,11 +27,21 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from resnet_theory.homework import sandbox
+from resnet_theory.homework import scratch as sandbox
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 EXERCISE = new_markdown_cell("```{exercise} Depth\n:label: ex-shamir-trap-depth\nCompute it.\n```")
 MARKER = f"resnet-theory-interrupt-test-{uuid.uuid4().hex}"
+
+
+_SHARED = []
+
+
+@pytest.fixture(autouse=True)
+def _remove_shared_folders():
+    yield
+    while _SHARED:
+        shutil.rmtree(_SHARED.pop(), ignore_errors=True)
 
 
 def _class(base):
@@ -52,7 +65,12 @@ def _start(assignment, folder):
     # Each grader gets a temporary folder of its own, so its scratch folders sit in
     # a scratch root no other grader on the machine (another test worker) cleans.
     tmp = folder.parent / "tmp"
-    tmp.mkdir(exist_ok=True)
+    if not tmp.is_symlink():
+        shared = Path(tempfile.mkdtemp(prefix="grader-tmp-", dir="/tmp"))
+        shared.chmod(0o711)
+        _SHARED.append(shared)
+        tmp.symlink_to(shared)
+    tmp = tmp.resolve()
     command = [sys.executable, "-m", "resnet_theory.homework", "grade", str(folder),
                "--assignment", str(assignment), "--jobs", "1", "--timeout", "600",
                "--allow-root"]

@@ -24,7 +24,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from resnet_theory import homework
-from resnet_theory.homework import sandbox as sandbox_module
+from resnet_theory.homework import bwrap as bwrap_module
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 EXERCISE = new_markdown_cell("```{exercise} Depth\n:label: ex-shamir-trap-depth\nCompute it.\n```")
@@ -218,7 +218,7 @@ def test_a_forged_result_and_killed_processes_do_not_change_the_status(hostile):
 
 def test_root_and_dev_are_read_only_and_dev_shm_is_small(hostile, bwrap):
     grade = hostile["grades"]["read_only.ipynb"]
-    if not sandbox_module._supports(bwrap, "--disable-userns"):  # bubblewrap < 0.8
+    if not bwrap_module._supports(bwrap, "--disable-userns"):  # bubblewrap < 0.8
         assert grade.status == "ok" or grade.reason.endswith("['a new user namespace']")
     else:
         assert grade.status == "ok", grade.reason
@@ -248,7 +248,7 @@ def test_the_driver_and_the_kernel_run_in_separate_sandboxes(bwrap, tmp_path):
     driver = sandbox.driver_command(bwrap, tmp_path, limits, 8)
     assert kernel[0] == driver[0] == bwrap
     kernel_writable = [kernel[i + 1] for i, arg in enumerate(kernel) if arg == "--bind"]
-    assert kernel_writable == [str(tmp_path / "box"), str(tmp_path / "sockets")]
+    assert kernel_writable == [str(tmp_path / "fs" / "box"), str(tmp_path / "fs" / "sockets")]
     assert "--bind" not in driver  # the driver's view of the sockets is read-only
     assert str(tmp_path / "control") not in " ".join(kernel)
     assert sandbox.OUTER_MARGIN == 60
@@ -259,7 +259,7 @@ def test_the_driver_and_the_kernel_run_in_separate_sandboxes(bwrap, tmp_path):
 @pytest.fixture
 def no_bwrap(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    sandbox_module._probe.cache_clear()
+    bwrap_module._probe.cache_clear()
 
 
 def test_the_answer_key_is_computed_inside_the_sandbox(bwrap, tmp_path):

@@ -550,7 +550,7 @@ def test_untouched_student_notebook_runs_and_scores_zero(real_submissions):
 
 HOSTILE = {
     "good.ipynb": ["from resnet_theory.landscape import critical_points",
-                   "pts = critical_points(eps=2.0, weight_decay=0.5)\n"
+                   "pts = critical_points(eps=1.5, weight_decay=0.3)\n"
                    "mins = sorted((p for p in pts if p.kind == 'minimum'), key=lambda p: p.value)\n"
                    "(sad,) = [p for p in pts if p.kind == 'saddle']\n"
                    "ex_shamir_trap_depth_answer = sad.value - mins[-1].value"],
@@ -605,6 +605,36 @@ def test_hostile_notebook_costs_only_its_own_row(hostile_submissions, name, stat
     assert grades[name].status == status
     assert words in grades[name].reason
     assert grades[name].score == 0
+
+
+# Issue 38, G: every message the kernel sends counts against the output budget, not only
+# printed text: a loop of clear_output, of display updates or of comm messages is stopped
+# like a flood of text (before, each ran to the time limit and grew the driver).
+FLOODS = {
+    "clears.ipynb": "from IPython.display import clear_output\nwhile True:\n"
+                    "    clear_output(wait=True)",
+    "updates.ipynb": "from IPython.display import display\n"
+                     "handle = display('x', display_id=True)\nwhile True:\n"
+                     "    handle.update('y')",
+    "comms.ipynb": "import comm\nchannel = comm.create_comm(target_name='flood')\n"
+                   "while True:\n    channel.send({'x': 1})",
+}
+
+
+@pytest.fixture(scope="module")
+def floods(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("floods")
+    for name, source in FLOODS.items():
+        nbformat.write(_notebook(new_code_cell(source)), folder / name)
+    limits = homework.Limits(timeout=60, max_output_bytes=100_000)
+    return {g.notebook: g for g in homework.grade_folder(folder, limits=limits, jobs=2)}
+
+
+@pytest.mark.parametrize("name", sorted(FLOODS))
+def test_a_flood_of_messages_is_stopped_by_the_output_budget(floods, name):
+    grade = floods[name]
+    assert grade.status == "output-limit", grade.reason
+    assert "bytes of output (every message counts)" in grade.reason
 
 
 def test_a_raising_notebook_keeps_running_and_is_checked(hostile_submissions):

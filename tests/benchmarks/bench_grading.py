@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BOOK_NOTEBOOK = ROOT / "book" / "ch5_shamir" / "example_one.ipynb"
 ANSWER = "ex_shamir_trap_depth_answer"
 RIGHT = ("from resnet_theory.landscape import critical_points\n"
-         "pts = critical_points(eps=2.0, weight_decay=0.5)\n"
+         "pts = critical_points(eps=1.5, weight_decay=0.3)\n"
          "mins = sorted((p for p in pts if p.kind == 'minimum'), key=lambda p: p.value)\n"
          "(sad,) = [p for p in pts if p.kind == 'saddle']\n"
          f"{ANSWER} = sad.value - mins[-1].value")

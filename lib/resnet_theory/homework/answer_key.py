@@ -17,7 +17,7 @@ notebook it was computed from::
     {"format": "resnet_theory answer key", "version": 1,
      "notebooks": {"example_one.ipynb": {
          "notebook": "example_one.ipynb", "sha256": "9f2c...",
-         "answers": {"ex-shamir-trap-depth": 0.1507880...}}},
+         "answers": {"ex-shamir-trap-depth": <the solution's value>}}},
      "signature": "..."}
 
 ``make grade`` caches the key in the output folder as ``answer-key.json``.
@@ -32,7 +32,6 @@ submissions is recomputed, not believed. A key given explicitly
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
 import secrets
@@ -40,6 +39,19 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import signing
+from .answers import read_answers
+from .assignment import Assignment, load_assignment
+from .files import open_output_folder, read_file, write_atomic
+from .sandbox import (
+    Limits,
+    export_folder,
+    remove_scratch,
+    resolve_cgroups,
+    resolve_sandbox,
+    run_submission,
+)
 
 __all__ = ["AnswerKey", "KeyedNotebook", "compute_answer_key", "read_answer_key",
            "write_answer_key", "notebook_sha256", "KEY_FILE", "FORMAT"]
@@ -124,36 +136,6 @@ def notebook_sha256(data):
 
 # ---------------------------------------------------------------------- the file
 
-def _secret_path():
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "resnet_theory" / "answer-key.secret"
-
-
-def _secret(create=True):
-    """This user's signing secret (made on first use, mode 0600), or ``None``."""
-    path = _secret_path()
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as handle:
-            text = handle.read(200).strip()
-        return text if len(text) >= 32 else None
-    except FileNotFoundError:
-        if not create:
-            return None
-    except OSError:
-        return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(secrets.token_hex(32).encode())
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    return _secret(create=False)
-
-
 def _body(key):
     return {"format": FORMAT, "version": _VERSION,
             "notebooks": {name: {"notebook": entry.notebook, "sha256": entry.sha256,
@@ -161,17 +143,12 @@ def _body(key):
                           for name, entry in sorted(key.notebooks.items())}}
 
 
-def _signature(body, secret):
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
-
-
 def key_text(key):
     """The JSON text of a key, signed with this user's secret where one can be made."""
     body = _body(key)
-    secret = _secret()
+    secret = signing.secret()
     if secret is not None:
-        body["signature"] = _signature(_body(key), secret)
+        body["signature"] = signing.signature(_body(key), secret)
     return json.dumps(body, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
@@ -193,10 +170,7 @@ def _parse(text, where, *, signed):
                                         dict(entry["answers"]))
     key = AnswerKey(notebooks)
     if signed:
-        secret = _secret(create=False)
-        mark = data.get("signature")
-        if secret is None or not isinstance(mark, str) or \
-                not hmac.compare_digest(mark, _signature(_body(key), secret)):
+        if not signing.verify(_body(key), data.get("signature")):
             raise ValueError(f"{where} was not written by this grader (its signature is "
                              "missing or wrong)")
     return key
@@ -232,18 +206,11 @@ def read_answer_key(path, *, signed=False):
     >>> read_answer_key(path).answers
     {'ex-demo-area': 3.14159}
     """
-    from .grading import _read_regular_file
-
     path = Path(path)
-    folder_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        try:
-            data = _read_regular_file(folder_fd, path.name, _MAX_KEY_BYTES,
-                                      what="the answer key")
-        except ValueError as error:
-            raise OSError(str(error)) from None
-    finally:
-        os.close(folder_fd)
+        data = read_file(path, _MAX_KEY_BYTES, what="the answer key")
+    except ValueError as error:
+        raise OSError(str(error)) from None
     return _parse(data.decode("utf-8", "replace"), path, signed=signed)
 
 
@@ -255,12 +222,10 @@ def write_answer_key(key, path):
     pathlib.Path
         ``path``.
     """
-    from .grading import _open_output_folder, _write_atomic
-
     path = Path(path)
-    folder_fd = _open_output_folder(path.parent)
+    folder_fd = open_output_folder(path.parent)
     try:
-        _write_atomic(folder_fd, path.name, key_text(key))
+        write_atomic(folder_fd, path.name, key_text(key))
     finally:
         os.close(folder_fd)
     return path
@@ -278,8 +243,6 @@ def compared_labels(labels):
 def _run_solution(title, data, labels, limits, bwrap, groups):
     """Run one assignment notebook and return ``label -> expected answer`` (JSON data)."""
     from ..checks import REGISTRY
-    from .grading import _read_answers
-    from .sandbox import remove_scratch, run_submission
 
     variables = {label: REGISTRY[label].answer_variable for label in labels}
     nonce = secrets.token_hex(16)
@@ -292,8 +255,8 @@ def _run_solution(title, data, labels, limits, bwrap, groups):
         if status != "ok":
             raise ValueError(f"answer key: the assignment notebook {title} did not run "
                              f"cleanly ({status}: {payload.get('reason', '')})")
-        answers = _read_answers(scratch, nonce, payload.get("answers", {}),
-                                sorted(set(variables.values())), limits.answer_bytes)
+        answers = read_answers(export_folder(scratch, nonce), payload.get("answers", {}),
+                               sorted(set(variables.values())), limits.answer_bytes)
     finally:
         remove_scratch(scratch)
     return expected_answers(title, labels, answers)
@@ -310,7 +273,7 @@ def expected_answers(title, labels, answers):
         Its exercises compared with a key.
     answers : dict
         Answer variable to ``(value, why)``, as the grader reads them back from the
-        export (:func:`resnet_theory.homework.grading._read_answers`).
+        export (:func:`resnet_theory.homework.answers.read_answers`).
 
     Raises
     ------
@@ -334,7 +297,7 @@ def expected_answers(title, labels, answers):
     return found
 
 
-def _compute(assignment, keys, limits, bwrap, groups, cached=None, jobs=1, echo=False):
+def compute(assignment, keys, limits, bwrap, groups, cached=None, jobs=1, echo=False):
     """The key of the notebooks ``keys`` of ``assignment``; reuses ``cached`` entries."""
     cached = cached.notebooks if cached is not None else {}
     notebooks, todo = {}, []
@@ -413,20 +376,17 @@ def compute_answer_key(assignment, *, notebooks=None, limits=None, sandbox="auto
     >>> compute_answer_key(folder).notebooks
     {}
     """
-    from .grading import Assignment, _resolve_cgroups, _resolve_sandbox, load_assignment
-    from .sandbox import Limits
-
     if not isinstance(assignment, Assignment):
         assignment = load_assignment(assignment)
     limits = Limits() if limits is None else limits
-    bwrap, _ = _resolve_sandbox(sandbox)
-    groups, _ = _resolve_cgroups(cgroups)
+    bwrap, _ = resolve_sandbox(sandbox)
+    groups, _ = resolve_cgroups(cgroups)
     keys = list(assignment.notebooks) if notebooks is None else \
         [name for name in assignment.notebooks if name in set(notebooks)]
     cached = None
     if cache is not None:
         cached = load_cached_key(cache, echo=echo)
-    key = _compute(assignment, keys, limits, bwrap, groups, cached, jobs, echo)
+    key = compute(assignment, keys, limits, bwrap, groups, cached, jobs, echo)
     if cache is not None:
         save_cached_key(key, cache, cached)
     return key

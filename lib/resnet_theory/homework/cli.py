@@ -1,4 +1,5 @@
-"""The command line: ``python -m resnet_theory.homework student|answer-key|grade|merge-marks``."""
+"""The command line: ``python -m resnet_theory.homework`` with ``student``, ``answer-key``,
+``grade``, ``merge`` or ``merge-marks``."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .answer_key import compute_answer_key
-from .grading import GradingInterrupted, default_assignment, grade_folder, merge_marks
-from .sandbox import Limits, SandboxUnavailable, add_driver_arguments, driver_main
+from .assignment import default_assignment
+from .batch import GradingInterrupted, grade_folder
+from .driver import add_driver_arguments, driver_main
+from .gradebook import merge, merge_marks
+from .sandbox import Limits, SandboxUnavailable
 from .student import build_student_html, solution_only_names, write_student_editions
 
 __all__ = ["main"]
@@ -41,7 +45,7 @@ def _parser():
                     "student is the part of the file name before the assignment's notebook "
                     "name, e.g. alice_example_one.ipynb, else the file name) and/or one "
                     "folder per student. Writes grades.csv, gradebook.csv, feedback/, "
-                    "written-answers/ and manual-marks.csv.")
+                    "written-answers/, manual-marks.csv and grading-state.json.")
     grade.add_argument("folder")
     grade.add_argument("--assignment", default=None,
                        help="the notebook or folder of notebooks whose exercises count "
@@ -61,6 +65,12 @@ def _parser():
                        help="memory per submission in MiB (default: 4096)")
     grade.add_argument("--max-answer-mb", type=float, default=Limits.answer_bytes / 1e6,
                        help="largest exported answer in MB (default: 1)")
+    grade.add_argument("--disk-mb", type=float, default=Limits.disk_bytes / 1e6,
+                       help="scratch disk per submission in MB, where it can be capped "
+                            "(default: 1000)")
+    grade.add_argument("--shard", default=None, metavar="K/N",
+                       help="grade only the K-th of N shards of the students (a hash of "
+                            "each name decides); combine the shards with the merge command")
     grade.add_argument("--max-notebook-mb", type=float, default=Limits.notebook_bytes / 1e6,
                        help="largest submitted file graded, in MB (default: 20)")
     grade.add_argument("--answer-key", default=None,
@@ -71,7 +81,8 @@ def _parser():
                        help="verdict (default): right or wrong, without the check's "
                             "explanation of a wrong answer; full: with it")
     grade.add_argument("--allow-root", action="store_true",
-                       help="grade even as root (for CI tests in a throwaway container)")
+                       help="no effect (kept for old scripts): as root, submissions run "
+                            "as an unprivileged user of their own")
     _add_sandbox_options(grade, "grade")
     groups = grade.add_mutually_exclusive_group()
     groups.add_argument("--require-cgroups", dest="cgroups", action="store_const",
@@ -94,11 +105,19 @@ def _parser():
     key.add_argument("--jobs", "-j", type=int, default=1,
                      help="notebooks run at once (default: 1)")
     _add_sandbox_options(key, "run")
-    merge = commands.add_parser("merge-marks",
+    marks = commands.add_parser("merge-marks",
                                 help="merge manual-marks.csv into gradebook.csv")
-    merge.add_argument("folder", help="where gradebook.csv is")
-    merge.add_argument("--marks", default=None,
-                       help="the filled-in marks (default: <folder>/manual-marks.csv)")
+    marks.add_argument("folder", help="where gradebook.csv is")
+    marks.add_argument("--marks", default=None,
+                       help="your own file of marks, used as given (default: "
+                            "<folder>/manual-marks.csv, which must be signed by the grader)")
+    shards = commands.add_parser(
+        "merge", help="combine the results of the shards of one class",
+        description="Combine the folders written by 'grade --shard K/N' for K = 1..N into "
+                    "the results of one whole run (refusing shards that overlap or leave "
+                    "a gap).")
+    shards.add_argument("shards", nargs="+", help="the output folders of the shards")
+    shards.add_argument("--out", required=True, help="where to write the combined results")
     add_driver_arguments(commands.add_parser("_execute", help=argparse.SUPPRESS))
     return parser
 
@@ -111,12 +130,13 @@ def _grade(args):
                         max_output_bytes=int(args.max_output_mb * 1e6),
                         memory_bytes=int(args.memory_mb * 2**20),
                         answer_bytes=int(args.max_answer_mb * 1e6),
-                        notebook_bytes=int(args.max_notebook_mb * 1e6))
+                        notebook_bytes=int(args.max_notebook_mb * 1e6),
+                        disk_bytes=int(args.disk_mb * 1e6))
         grades = grade_folder(args.folder, limits=limits, echo=True, jobs=args.jobs,
                               sandbox=args.sandbox, cgroups=args.cgroups,
                               assignment=assignment, pattern=args.pattern, out=out,
-                              allow_root=args.allow_root, feedback=args.feedback,
-                              answer_key=args.answer_key)
+                              feedback=args.feedback, answer_key=args.answer_key,
+                              shard=args.shard)
     except GradingInterrupted as stopped:
         print(f"interrupted: {len(stopped.grades)} rows written to {out / 'grades.csv'}",
               file=sys.stderr)
@@ -151,7 +171,7 @@ def _answer_key(args):
 
 
 def main(argv: Iterable[str] | None = None):
-    """Command line: ``student``, ``answer-key``, ``grade`` and ``merge-marks`` (see
+    """Command line: ``student``, ``answer-key``, ``grade``, ``merge`` and ``merge-marks`` (see
     :mod:`resnet_theory.homework`).
 
     Parameters
@@ -162,11 +182,12 @@ def main(argv: Iterable[str] | None = None):
     Returns
     -------
     int
-        The exit status: 0; 2 for a bad folder or assignment, a planted output,
-        a required sandbox or cgroup that is not available, grading as root
-        without ``--allow-root``, or an answer key that cannot be computed
-        (an assignment notebook that fails) or lacks an exercise; 130 when
-        grading was interrupted (what was graded is written).
+        The exit status: 0; 2 for a bad folder, assignment or shard, a planted
+        output, a required sandbox or cgroup that is not available, a bad mark
+        (each reported with its line), shards that overlap or leave a gap, or
+        an answer key that cannot be computed (an assignment notebook that
+        fails) or lacks an exercise; 130 when grading was interrupted (what was
+        graded is written).
 
     Examples
     --------
@@ -183,6 +204,16 @@ def main(argv: Iterable[str] | None = None):
             print(f"error: {error}", file=sys.stderr)
             return 2
         print(f"wrote {path}")
+        return 0
+    if args.command == "merge":
+        try:
+            grades = merge(args.shards, args.out, echo=True)
+        except (ValueError, OSError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        print(f"wrote the results of {len(grades)} notebooks of "
+              f"{len({g.student for g in grades})} students from {len(args.shards)} shards "
+              f"to {args.out}")
         return 0
     if args.command == "grade":
         return _grade(args)
