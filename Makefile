@@ -109,8 +109,10 @@ timed = @echo "== $(1)"; start=$$(date +%s); $(2) && echo "   $(1): done in $$((
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else "Python 3.11 or newer is needed, found %d.%d (set PYTHON=...)" % v[:2])'
-	@echo "== creating the environment $(VENV) from requirements.txt (about 1 GB; 2 to 4 minutes the first time)"
-	$(PYTHON) -m venv $(VENV)
+	@echo "== preparing the environment $(VENV) from requirements.txt (about 1 GB; 2 to 4 minutes the first time)"
+	@# An existing environment keeps its interpreter: running another Python's venv
+	@# module over it would mix two standard libraries.
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(call timed,installing the pinned packages,$(BIN)/python -m pip install --progress-bar on -r requirements.txt)
 	@touch $(STAMP)
