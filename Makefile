@@ -16,10 +16,13 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # its own kernel inside a bubblewrap sandbox (when bwrap is installed) with GRADE_TIMEOUT
 # seconds and GRADE_OUTPUT_MB megabytes of output, JOBS notebooks at once (default: the
 # number of cores). GRADE_FLAGS adds options, e.g. GRADE_FLAGS=--require-sandbox.
+# SHARD=K/N grades the K-th of N shards of the students (combine the shards' result
+# folders with `python -m resnet_theory.homework merge`; see the lecturer's guide).
 GRADE_TIMEOUT   ?= 180
 GRADE_OUTPUT_MB ?= 5
 JOBS            ?= $(shell nproc 2>/dev/null || echo 1)
 GRADE_FLAGS     ?=
+SHARD           ?=
 # ASSIGNMENT: the book notebook or chapter folder the submissions answer (default:
 # the whole book, matched by file name); it fixes which exercises count.
 ASSIGNMENT      ?=
@@ -93,9 +96,9 @@ help:
 	@echo "               top to bottom, no timings stored), then check them with make test"
 	@echo "make student  student notebooks (no solutions) into _build/student and the"
 	@echo "               student HTML book into _build/student-html"
-	@echo "make grade SUBMISSIONS=<folder> [JOBS=<n>]  run every .ipynb in <folder> in a"
-	@echo "               sandbox, n at a time, and check its answers; writes"
-	@echo "               <folder>/grades.csv and <folder>/feedback/"
+	@echo "make grade SUBMISSIONS=<folder> [JOBS=<n>] [SHARD=<k>/<n>]  run every .ipynb in"
+	@echo "               <folder> in a sandbox, n at a time, and check its answers;"
+	@echo "               writes <folder>/grades.csv, gradebook.csv and feedback/"
 	@echo "make answer-key [ASSIGNMENT=<nb or folder>] [KEY=<file>]  run the assignment's"
 	@echo "               notebooks once and write the expected answers (default:"
 	@echo "               _build/answer-key.json); make grade computes it itself"
@@ -218,7 +221,7 @@ student: $(STAMP)
 	$(BIN)/python -m resnet_theory.homework student --root . --out _build/student --html _build/student-html
 
 grade: $(STAMP)
-	$(BIN)/python -m resnet_theory.homework grade "$(SUBMISSIONS)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --timeout $(GRADE_TIMEOUT) --max-output-mb $(GRADE_OUTPUT_MB) --jobs $(JOBS) $(GRADE_FLAGS)
+	$(BIN)/python -m resnet_theory.homework grade "$(SUBMISSIONS)" $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --timeout $(GRADE_TIMEOUT) --max-output-mb $(GRADE_OUTPUT_MB) --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD)) $(GRADE_FLAGS)
 
 answer-key: $(STAMP)
 	$(BIN)/python -m resnet_theory.homework answer-key $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") --out "$(KEY)" --timeout $(GRADE_TIMEOUT)
