@@ -1,4 +1,5 @@
-"""JupyterLab shows the book's MyST markup as the HTML book does (jupyterlab-myst).
+"""JupyterLab shows the book's MyST markup as the HTML book does (jupyterlab-myst), and
+keeps a solution's code and output collapsed until the reader expands them.
 
 A reader who runs the notebooks locally (``make lab``) should see exercises as
 boxes, solutions folded and theorem boxes titled, not ``:label:`` lines and raw
@@ -32,14 +33,32 @@ def _free_port():
 
 
 def _cells_from_the_book():
-    """A theorem-like box, the first exercise and the start of its solution."""
+    """A theorem-like box, the first exercise and the start of its solution, then the
+    first exercise whose solution has code: its statement and its whole solution,
+    code cells copied with their metadata and stored outputs."""
     book = nbformat.read(NOTEBOOK, as_version=4)
     markdown = [c for c in book.cells if c.cell_type == "markdown"]
     theorem = next(c for c in markdown if "{prf:" in c.source)
     exercise = next(c for c in markdown if "{exercise}" in c.source)
     after = markdown[markdown.index(exercise) + 1:]
     solution = next(c for c in after if "{solution-start}" in c.source)
-    return [nbformat.v4.new_markdown_cell(c.source) for c in (theorem, exercise, solution)]
+    cells = [nbformat.v4.new_markdown_cell(c.source) for c in (theorem, exercise, solution)]
+    return cells + _solution_with_code(book)
+
+
+def _solution_with_code(book):
+    """The first exercise whose gated solution holds code cells, solution included."""
+    for start, cell in enumerate(book.cells):
+        if cell.cell_type != "markdown" or "{solution-start}" not in cell.source:
+            continue
+        end = next(i for i in range(start + 1, len(book.cells))
+                   if book.cells[i].cell_type == "markdown"
+                   and "{solution-end}" in book.cells[i].source)
+        if any(c.cell_type == "code" for c in book.cells[start:end]):
+            statement = max(i for i in range(start) if "{exercise}" in book.cells[i].source
+                            and book.cells[i].cell_type == "markdown")
+            return [book.cells[statement]] + book.cells[start:end + 1]
+    raise AssertionError(f"{NOTEBOOK.name} has no solution with code")
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +130,7 @@ def seen(chromium, lab):  # no Chromium: skipped before the lab starts
             boxes: Array.from(cells.querySelectorAll('aside'))
               .filter(visible).map(e => e.className),
             text: cells.innerText,
+            collapsed: cells.querySelectorAll('.jp-InputPlaceholder').length,
           };
         }""")
     finally:
@@ -133,3 +153,21 @@ def test_a_theorem_like_directive_is_a_box(seen):
 def test_no_directive_markup_is_shown_raw(seen):
     for raw in (":label:", ":class: dropdown", "{exercise}", "{solution-start}", "{prf:"):
         assert raw not in seen["text"], raw
+
+
+def test_a_solutions_code_and_its_output_stay_collapsed(seen):
+    book = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in _solution_with_code(book) if c.cell_type == "code"]
+    assert code and seen["collapsed"] >= len(code)
+    for cell in code:
+        # A collapsed cell previews its first line, which is a comment (editions.py).
+        first, *rest = [line.strip() for line in cell.source.splitlines() if line.strip()]
+        assert first.startswith("#"), first
+        for line in rest:
+            if len(line) > 8:
+                assert line not in seen["text"], line
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("text", "")) or "".join(
+                output.get("data", {}).get("text/plain", ""))
+            for shown in filter(str.strip, text.splitlines()):
+                assert shown.strip() not in seen["text"], shown

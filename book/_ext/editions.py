@@ -45,6 +45,7 @@ PROOF_KINDS = {"theorem", "lemma", "proposition", "corollary", "definition", "as
 LIST_MARKERS = re.compile(r"^\s*(?:[*+-]\s+)?[*+-]\s+")
 EMPTY_DETAILS = re.compile(
     r"<details>\n<summary><b>Solution \(continued\)</b></summary>\s*</details>")
+SOLUTION_MARK = "# Solution code"
 FOLDED_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 
 
@@ -98,6 +99,10 @@ def solution_code_cells(notebook):
 def collapse_solutions(notebook):
     """Collapse the solution code cells in JupyterLab; return how many changed.
 
+    A collapsed cell still shows its first line as a preview, so a solution's code
+    starts with the comment ``SOLUTION_MARK`` (added where it does not start with a
+    comment): the preview then gives nothing away.
+
     Examples
     --------
     >>> from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell
@@ -106,12 +111,19 @@ def collapse_solutions(notebook):
     ...     new_markdown_cell("```{solution-end}\\n```"), new_code_cell("2")])
     >>> collapse_solutions(nb), nb.cells[2].metadata["jupyter"], nb.cells[4].metadata
     (1, {'source_hidden': True, 'outputs_hidden': True}, {})
+    >>> nb.cells[2].source
+    '# Solution code\\n1 + 1'
     """
     changed = 0
     for index in solution_code_cells(notebook):
-        meta = notebook.cells[index].metadata.setdefault("jupyter", {})
-        if meta.get("source_hidden") is not True or meta.get("outputs_hidden") is not True:
+        cell = notebook.cells[index]
+        meta = cell.metadata.setdefault("jupyter", {})
+        first = next((line for line in cell.source.splitlines() if line.strip()), "")
+        if (meta.get("source_hidden") is not True or meta.get("outputs_hidden") is not True
+                or not first.lstrip().startswith("#")):
             meta["source_hidden"] = meta["outputs_hidden"] = True
+            if not first.lstrip().startswith("#"):
+                cell.source = f"{SOLUTION_MARK}\n{cell.source}"
             changed += 1
     return changed
 
@@ -553,7 +565,10 @@ class ColabConverter:
             tags = set(cell.metadata.get("tags", []))
             figure = cell.metadata.get("mystnb", {}).get("figure")
             if inside:
-                new.source = f"# @title Solution code\n{new.source}"
+                source = new.source
+                if source.startswith(SOLUTION_MARK + "\n"):
+                    source = source[len(SOLUTION_MARK) + 1:]
+                new.source = f"# @title Solution code\n{source}"
                 new.metadata["cellView"] = "form"
             elif tags & FOLDED_TAGS:
                 what = "Figure code" if figure else "Code"
