@@ -41,7 +41,7 @@ FIRST = ["tests/test_browser.py", "tests/test_pdf.py", "tests/test_student_html.
          "tests/test_grading_interrupt.py"]
 LAST = ["tests/test_grading_cgroups.py", "tests/test_homework.py",
         "tests/test_grading_forgery.py", "tests/test_grading_assignment.py",
-        "tests/test_checks.py"]
+        "tests/test_checks.py", "tests/test_grading_leaks.py"]
 
 
 def _rank(item):
