@@ -263,7 +263,7 @@ def grade_folder(folder, *, timeout=180.0, max_output_bytes=5_000_000, echo=Fals
         See :func:`write_grades` (the command line gives ``"verdict"``).
     allow_root : bool, optional
         No longer used: a root grader runs every submission as an unprivileged
-        user of its own (:func:`resnet_theory.homework.scratch.sandbox_user`).
+        user of its own (``resnet_theory.homework.scratch.sandbox_user``).
     answer_key : AnswerKey or path-like, optional
         The expected answers of the compared exercises (trusted as given).
         Default, with an assignment: computed from the assignment's notebooks

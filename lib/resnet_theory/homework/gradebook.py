@@ -272,7 +272,7 @@ def write_gradebook(grades, folder, *, assignment=None, marks=None):
     (notebooks that did not run cleanly, were handed in more than once or were
     not handed in), then one column per auto-graded exercise (``1``/``0``) and
     one per exercise marked by hand. ``marks`` is a
-    :class:`~resnet_theory.homework.marks.Marks`.
+    ``resnet_theory.homework.marks.Marks``.
     """
     return _write(folder, "gradebook.csv",
                   csv_text(gradebook_rows(sorted(grades, key=lambda g: g.notebook),
@@ -283,7 +283,7 @@ def write_written_answers(grades, folder, assignment, *, marks=None):
     """One HTML page per exercise marked by hand, with every student's answer.
 
     Writes ``written-answers/<label>.html`` (built fresh; see
-    :func:`resnet_theory.homework.reports.written_pages`: the statement, then
+    ``resnet_theory.homework.reports.written_pages``: the statement, then
     each student's cells after it as text, each code cell with its output in
     the graded run) and the signed ``manual-marks.csv`` (one row per student,
     one column per such exercise, the marks of ``marks`` kept). Returns the
@@ -376,7 +376,7 @@ def merge_marks(folder, marks_path=None):
     ``folder``. The marks are ``marks_path`` (the lecturer's own file, used as
     given) or else ``folder/manual-marks.csv``, which must carry this grader's
     signature (an unsigned one is moved aside with a warning). Every mark is
-    validated first (see :func:`resnet_theory.homework.marks.parse_marks`): on
+    validated first (see ``resnet_theory.homework.marks.parse_marks``): on
     any problem nothing is written. The signed sheet in ``folder`` is brought
     up to date with the marks, so that a later ``grade`` keeps them.
 
