@@ -397,9 +397,9 @@ def merge_marks(folder, marks_path=None):
     labels = written_labels(assignment)
     auto = assignment.labels() if assignment is not None else []
     if marks_path is not None:
-        marks = read_marks(marks_path, students=students, labels=labels or None, auto=auto)
+        marks = read_marks(marks_path, students=students, labels=labels, auto=auto)
     else:
-        marks = take_signed_marks(folder, students=students, labels=labels or None, auto=auto)
+        marks = take_signed_marks(folder, students=students, labels=labels, auto=auto)
         if marks is None:
             raise ValueError(f"{folder / 'manual-marks.csv'} is missing or not signed by this "
                              "grader; give the marks with --marks <file>")
@@ -470,7 +470,7 @@ def merge(folders, out, *, echo=False):
                              f"not to {folder}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    marks = take_signed_marks(out, students=roster, labels=written_labels(assignment) or None,
+    marks = take_signed_marks(out, students=roster, labels=written_labels(assignment),
                               auto=assignment.labels() if assignment is not None else [],
                               echo=echo)
     return write_results(out, grades, assignment, feedback=first["feedback"], marks=marks,

@@ -170,8 +170,10 @@ def parse_marks(text, where, *, students=None, labels=None, auto=(), signed=Fals
     maximum = {label: float(DEFAULT_MAXIMUM) for label in columns if label}
     marks, first, mark_rows, signature = {}, {}, [], None
     for line, row in rows[1:]:
-        name = csv_uncell(row[0].strip()) if row else ""
+        name = csv_uncell(row[0]) if row else ""  # exact: names may have blanks
         cells = row[1:]
+        if name.strip() in (SIGNATURE_ROW, MAXIMUM_ROW):
+            name = name.strip()
         if name == SIGNATURE_ROW:
             signature = cells[0].strip() if cells else ""
             continue
@@ -197,7 +199,7 @@ def parse_marks(text, where, *, students=None, labels=None, auto=(), signed=Fals
     for line, name, cells in mark_rows:
         given = [(label, cell.strip()) for label, cell in zip(columns, cells, strict=False)
                  if cell.strip() and label]
-        if not name:
+        if not name.strip():
             if given:
                 problem(line, "marks without a student")
             continue
