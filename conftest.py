@@ -37,7 +37,8 @@ KEY_CACHE = KEY_FOLDER / "answer-key.json"
 # interrupt tests, which mostly wait, beside them; then the notebooks (whose runs
 # give the answer key); then the tests that need the key last, the longest of them
 # first, so that the workers finish together.
-FIRST = ["tests/test_browser.py", "tests/test_pdf.py", "tests/test_student_html.py",
+FIRST = ["tests/test_site.py", "tests/test_browser.py", "tests/test_pdf.py",
+         "tests/test_student_html.py",
          "tests/test_grading_interrupt.py"]
 LAST = ["tests/test_grading_cgroups.py", "tests/test_homework.py",
         "tests/test_grading_forgery.py", "tests/test_grading_assignment.py",
