@@ -430,7 +430,8 @@ class ColabConverter:
             inner = self.markdown(body)
             if kind == "proof":
                 head = f"*Proof{' (' + self.markdown(argument) + ')' if argument else ''}.*"
-                return self._quote(f"{head} {inner} $\\square$".strip())
+                ends = inner.rstrip().endswith(("$\\square$", "$\\blacksquare$", "\u220e", "\u25a1"))
+                return self._quote(f"{head} {inner}" + ("" if ends else " $\\square$"))
             target = self.targets.get(label)
             number = target.number if target and target.number else kind.capitalize()
             title = f" ({self.markdown(argument)})" if argument else ""
