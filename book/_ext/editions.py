@@ -46,6 +46,7 @@ LIST_MARKERS = re.compile(r"^\s*(?:[*+-]\s+)?[*+-]\s+")
 EMPTY_DETAILS = re.compile(
     r"<details>\n<summary><b>Solution \(continued\)</b></summary>\s*</details>")
 SOLUTION_MARK = "# Solution code"
+QED_MARKS = ("$\\square$", "$\\blacksquare$", "\u220e", "\u25a1")
 FOLDED_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 
 
@@ -430,7 +431,7 @@ class ColabConverter:
             inner = self.markdown(body)
             if kind == "proof":
                 head = f"*Proof{' (' + self.markdown(argument) + ')' if argument else ''}.*"
-                ends = inner.rstrip().endswith(("$\\square$", "$\\blacksquare$", "\u220e", "\u25a1"))
+                ends = inner.rstrip().endswith(QED_MARKS)
                 return self._quote(f"{head} {inner}" + ("" if ends else " $\\square$"))
             target = self.targets.get(label)
             number = target.number if target and target.number else kind.capitalize()
