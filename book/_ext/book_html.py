@@ -5,11 +5,12 @@
   "Identifier 'THEBE_JS_URL' has already been declared") and which would fetch
   thebe from unpkg.com.
 - The theme's ".pdf" download button only opens the browser's print dialog:
-  it is replaced by a link to the printed edition (``make pdf``): the book's
-  PDF (config value ``book_pdf``), or in the student edition each chapter's
-  exercise sheet (``book_pdf_sheets``, with ``{chapter}`` for its number). The
-  PDFs are copied into the build's ``_pdf/`` folder; where a file is missing,
-  the page has no ".pdf" button.
+  it is replaced by a link to the printed edition (``make pdf``): on a chapter's
+  pages that chapter's PDF (config value ``book_pdf_chapters``, with ``{chapter}``
+  for its number), on the other pages the book's (``book_pdf``), and in the
+  student edition each chapter's exercise sheet (``book_pdf_sheets``). The PDFs
+  are copied into the build's ``_pdf/`` folder; where a file is missing, the page
+  has no ".pdf" button.
 - A proof folded with ``:class: dropdown`` gets its first paragraph as its
   title (sphinx-togglebutton needs one).
 - The logo's text is dark grey: in dark mode the theme shows
@@ -22,13 +23,33 @@
   pages it summarises: the text of every page (kept with the ids of its
   sections, so that a result's anchor finds its part) is written to
   ``_static/search_texts.js``, and ``_static/search_offline.js`` on the search
-  page answers Sphinx's requests for those pages from it.
+  page answers Sphinx's requests for those pages from it. On every search page,
+  ``_static/search_math.js`` rewrites each formula of a page as plain text with
+  Unicode symbols before Sphinx cuts its snippet, so a snippet shows
+  "Let A = RP be ..." rather than the TeX "Let \\(A = RP\\) be ...".
+- Every figure of a notebook opens full size on a tap: its image is wrapped in a
+  link to the image file. The image also carries the height of its smallest text
+  in image pixels (``data-text-px``: the smallest font size that the cell which
+  drew it asks for, else the book style's, at the PNG's resolution; for an SVG,
+  its own), and the smallest width at which that text is 7 CSS px high
+  (``--book-min-width``): where the figure's box is narrower (a phone), book.css
+  shows the figure at that width, scrolling sideways inside its own box.
+- The bibliography's entries are list items of its list (docutils gives them the
+  deprecated role doc-biblioentry).
+- The sidebar's buttons that unfold a chapter's sections (a ``<summary>`` holding
+  only a chevron icon) get a name a screen reader can say: "Sections of <title>"
+  (axe-core's rule summary-name).
+- ``_static/book.js`` on every page lays long display formulas out again when the
+  window's width changes and marks the boxes that scroll sideways.
 """
 
+import base64
+import hashlib
 import html
 import json
 import re
 import shutil
+import struct
 import weakref
 from pathlib import Path
 
@@ -51,6 +72,8 @@ PROOF_DROPDOWN = re.compile(
     r'<div class="(proof\b[^"]*\bdropdown\b[^"]*)" id="proof">\s*<p>')
 
 
+SEARCH_MATH = "search_math.js"  # in book/_static
+BOOK_JS = "book.js"  # in book/_static
 SEARCH_TEXTS = "search_texts.js"
 SEARCH_OFFLINE = "search_offline.js"
 # Loaded on the search page only; it does nothing when the book is served over
@@ -134,9 +157,11 @@ def _searchable(page):
 
 
 def _add_search_scripts(app, pagename, templatename, context, doctree):
-    if app.builder.name == "html" and pagename == "search":
-        app.add_js_file(SEARCH_TEXTS)
-        app.add_js_file(SEARCH_OFFLINE)
+    if pagename == "search" and app.builder.name in ("html", "singlehtml"):
+        app.add_js_file(SEARCH_MATH)
+        if app.builder.name == "html":
+            app.add_js_file(SEARCH_TEXTS)
+            app.add_js_file(SEARCH_OFFLINE)
 
 
 def _write_search_texts(app, exception):
@@ -159,6 +184,195 @@ def _write_search_texts(app, exception):
     (static / SEARCH_OFFLINE).write_text(SEARCH_OFFLINE_JS, encoding="utf-8")
 
 
+# ---------------------------------------------------------------- figures on a phone
+#: The text of the book's figures stays at least this many CSS pixels high.
+FIGURE_TEXT_CSS_PX = 7.0
+#: matplotlib's sizes in points: the book style's (resnet_theory.plotting) smallest
+#: text is its tick labels and legends, 10 pt (font.size 11 pt); named sizes scale
+#: font.size.
+STYLE_SMALLEST_PT = 10.0
+STYLE_FONT_PT = 11.0
+NAMED_SIZES = {"xx-small": 0.579, "x-small": 0.694, "small": 0.833, "medium": 1.0,
+               "large": 1.2, "x-large": 1.44, "xx-large": 1.728, "smaller": 0.833,
+               "larger": 1.2}
+#: Sizes a cell's code asks for: fontsize=8, labelsize=7.5, size="small", ...
+SIZE_ARGUMENT = re.compile(r"\b(?:fontsize|labelsize|titlesize|size)\s*=\s*"
+                           r"(?:(\d+(?:\.\d+)?)|[\"'](x{0,2}-?(?:small|large)|medium|smaller|"
+                           r"larger)[\"'])")
+#: Library helpers that write text of their own, and its size in points.
+HELPER_SIZES = {"mark_critical_points": 9.0}
+IMG_TAG = re.compile(r'(<a class="reference internal image-reference" href="[^"]*">)?'
+                     r'(<img\b[^>]*\bsrc="([^"]*_images/([^"/]+\.(?:png|svg)))"[^>]*/?>)')
+#: matplotlib's SVG draws text as glyph outlines scaled by (font size in pt) / 100
+SVG_GLYPH_SCALE = re.compile(r"scale\(([0-9.]+) -\1\)")
+SVG_FONT_SIZE = re.compile(r"font-size[=:]\s*[\"']?([0-9.]+)(px|pt)?")
+SVG_WIDTH = re.compile(r"<svg\b[^>]*\bwidth=\"([0-9.]+)(pt|px)?\"")
+
+
+def smallest_text_pt(source):
+    """The smallest font size (points) a plotting cell's code can give its text.
+
+    The book style's smallest, or smaller sizes the code asks for explicitly.
+
+    Examples
+    --------
+    >>> smallest_text_pt("ax.plot(x, y)")
+    10.0
+    >>> smallest_text_pt("ax.text(0, 1, 'a', fontsize=7); ax.legend(fontsize='small')")
+    7.0
+    >>> round(smallest_text_pt("ax.tick_params(labelsize='x-small')"), 2)
+    7.63
+    """
+    sizes = [STYLE_SMALLEST_PT]
+    for number, name in SIZE_ARGUMENT.findall(source):
+        sizes.append(float(number) if number else STYLE_FONT_PT * NAMED_SIZES[name])
+    sizes += [size for helper, size in HELPER_SIZES.items() if helper in source]
+    return min(sizes)
+
+
+def png_size_and_dpi(data):
+    """(width, height, dots per inch) of a PNG, from its header and pHYs chunk.
+
+    Examples
+    --------
+    >>> header = b"\\x89PNG\\r\\n\\x1a\\n" + struct.pack(">I4sII", 13, b"IHDR", 900, 400)
+    >>> phys = struct.pack(">I4sIIB", 9, b"pHYs", 3937, 3937, 1)
+    >>> w, h, dpi = png_size_and_dpi(header + b"\\0" * 9 + phys)
+    >>> (w, h, round(dpi))
+    (900, 400, 100)
+    """
+    width, height = struct.unpack(">II", data[16:24])
+    dpi = 72.0  # PNG's default when no resolution is stored
+    at = data.find(b"pHYs")
+    if at > 0:
+        x, _, unit = struct.unpack(">IIB", data[at + 4:at + 13])
+        if unit == 1 and x:
+            dpi = x * 0.0254
+    return width, height, dpi
+
+
+def svg_text(svg):
+    """(width in CSS px, smallest text in CSS px) of an SVG file's text, or None.
+
+    matplotlib writes text as glyph outlines scaled by font size / 100, in a
+    drawing measured in points.
+
+    Examples
+    --------
+    >>> svg_text('<svg width="648pt" height="300pt"><g transform="scale(0.1 -0.1)"/>'
+    ...          '<g transform="scale(0.08 -0.08)"/></svg>')
+    (864.0, 10.67)
+    """
+    width = SVG_WIDTH.search(svg)
+    if not width:
+        return None
+    to_px = 4 / 3 if width.group(2) == "pt" else 1.0
+    sizes = [100 * float(scale) for scale in SVG_GLYPH_SCALE.findall(svg)]
+    sizes += [float(size) * (4 / 3 if unit == "pt" else 1.0) / to_px
+              for size, unit in SVG_FONT_SIZE.findall(svg)]
+    if not sizes:
+        return None
+    return float(width.group(1)) * to_px, round(min(sizes) * to_px, 2)
+
+
+def _notebook_figures(app):
+    """{image name: (width px, smallest text px)} for every PNG a notebook's cell draws.
+
+    The image's name is the SHA-256 of its bytes, as myst-nb names it in _images/.
+    """
+    import nbformat
+
+    found = {}
+    for docname in sorted(app.env.found_docs):
+        path = Path(app.env.doc2path(docname))
+        if path.suffix != ".ipynb" or not path.is_file():
+            continue
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            for output in cell.get("outputs", []):
+                encoded = output.get("data", {}).get("image/png")
+                if not encoded:
+                    continue
+                data = base64.b64decode(encoded)
+                width, _, dpi = png_size_and_dpi(data)
+                text_px = smallest_text_pt(cell.source) * dpi / 72
+                found[hashlib.sha256(data).hexdigest() + ".png"] = (width, text_px)
+    for source, (_, name) in getattr(app.env, "images", {}).items():
+        if name.endswith(".svg"):
+            path = Path(app.srcdir) / source
+            measured = path.is_file() and svg_text(path.read_text(encoding="utf-8"))
+            if measured:
+                found[name] = measured
+    return found
+
+
+def _figure_links(app, body):
+    """Wrap every notebook image of a page in a link to the image file, with the
+    height of its smallest text and, where a phone's column would make that text
+    smaller than FIGURE_TEXT_CSS_PX, the width that keeps it readable."""
+    if "_images/" not in body:
+        return body
+    figures = getattr(app, "book_figures", None)
+    if figures is None:
+        figures = app.book_figures = _notebook_figures(app)
+
+    def wrap(match):
+        link, tag, src, name = match.group(1), match.group(2), match.group(3), match.group(4)
+        known = figures.get(name)
+        if known:
+            # the width below which the smallest text would be under 7 CSS px (with 2 %
+            # to spare); at most twice the image's own width
+            width, text_px = known
+            needed = min(2 * width, 1.02 * width * FIGURE_TEXT_CSS_PX / text_px)
+            extra = f' data-text-px="{text_px:.2f}" style="--book-min-width: {needed:.0f}px"'
+            tag = re.sub(r"\s*/?>$", extra + " />", tag)
+        if link:  # Sphinx's own link around a scaled image: it becomes the figure's link
+            return link.replace('class="', 'class="book-figure-link ', 1) + tag
+        return f'<a class="book-figure-link" href="{src}">{tag}</a>'
+
+    return IMG_TAG.sub(wrap, body)
+
+
+# A sidebar entry with sections: its link, then a <details> whose <summary> holds
+# only the chevron icon (pydata-sphinx-theme's toctree.py).
+SIDEBAR_SUMMARY = re.compile(
+    r'(<a class="reference internal"[^>]*>(.*?)</a>\s*<details(?:\s[^>]*)?>\s*)<summary>',
+    re.DOTALL)
+
+
+def name_sidebar_toggles(toctree_html):
+    """Give each sidebar ``<summary>`` that holds only an icon an accessible name.
+
+    Examples
+    --------
+    >>> named = name_sidebar_toggles(
+    ...     '<a class="reference internal" href="a.html">1. A &amp; <b>B</b></a>'
+    ...     '<details open="open"><summary><span></span></summary>')
+    >>> named[named.index("<summary"):]
+    '<summary aria-label="Sections of 1. A &amp; B"><span></span></summary>'
+    """
+    def name(match):
+        title = html.unescape(re.sub(r"<[^>]+>", "", match.group(2))).strip()
+        label = html.escape(f"Sections of {title}", quote=True)
+        return f'{match.group(1)}<summary aria-label="{label}">'
+
+    return SIDEBAR_SUMMARY.sub(name, toctree_html)
+
+
+def _named_toctree(generate):
+    def generate_toctree_html(*args, **kwargs):
+        toctree = generate(*args, **kwargs)
+        if isinstance(toctree, str):
+            return name_sidebar_toggles(toctree)
+        for summary in toctree.select("li > details > summary"):  # the parsed tree
+            link = summary.parent.parent.find("a", recursive=False)
+            if link is not None and not summary.get_text(strip=True):
+                summary["aria-label"] = f"Sections of {link.get_text(' ', strip=True)}"
+        return toctree
+    return generate_toctree_html
+
+
 def _is_thebe(asset):
     text = " ".join(str(part) for part in (getattr(asset, "filename", asset),
                                            getattr(asset, "attributes", {}).get("body", "")))
@@ -166,6 +380,14 @@ def _is_thebe(asset):
 
 
 def _clean_page(app, pagename, templatename, context, doctree):
+    if "body" in context:
+        context["body"] = _figure_links(app, context["body"])
+        # The bibliography is a list (role="list") whose entries docutils marks with
+        # the deprecated role doc-biblioentry, which is not a list item (axe-core:
+        # aria-required-children, critical).
+        context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
+    if callable(context.get("generate_toctree_html")):
+        context["generate_toctree_html"] = _named_toctree(context["generate_toctree_html"])
     if "body" in context and "dropdown" in context["body"]:
         count = iter(range(1, 1000))
         context["body"] = PROOF_DROPDOWN.sub(
@@ -184,21 +406,26 @@ def _clean_page(app, pagename, templatename, context, doctree):
 
 
 def _pdf_button(app, pagename, pathto):
+    """The ".pdf" button of a page: a chapter's page serves its chapter's PDF (or, in
+    the student edition, its exercise sheet); the other pages serve the book's."""
     pdfs = getattr(app, "book_pdfs", {})
-    if "book" in pdfs:
-        name, tooltip = pdfs["book"].name, "Download the book (PDF)"
+    match = CHAPTER.search(pagename)
+    number = match and int(match.group(1))
+    if number and number in pdfs.get("chapters", {}):
+        path, tooltip = pdfs["chapters"][number], "Download this chapter (PDF)"
+    elif number and number in pdfs.get("sheets", {}):
+        path, tooltip = pdfs["sheets"][number], "Download this chapter's exercise sheet (PDF)"
+    elif "book" in pdfs:
+        path, tooltip = pdfs["book"], "Download the book (PDF)"
     else:
-        match = CHAPTER.search(pagename)
-        sheet = match and pdfs.get(int(match.group(1)))
-        if not sheet:
-            return None
-        name, tooltip = sheet.name, "Download this chapter's exercise sheet (PDF)"
-    return {"type": "link", "url": pathto(f"{PDF_FOLDER}/{name}", 1), "text": ".pdf",
+        return None
+    return {"type": "link", "url": pathto(f"{PDF_FOLDER}/{path.name}", 1), "text": ".pdf",
             "tooltip": tooltip, "icon": "fas fa-file-pdf", "label": "download-pdf-button"}
 
 
 def _find_pdfs(app):
-    """The printed edition's files this build links to (only those that exist)."""
+    """The printed edition's files this build links to (only those that exist):
+    ``{"book": path, "chapters": {number: path}, "sheets": {number: path}}``."""
     app.book_pdfs = {}
     if app.builder.name != "html":
         return
@@ -209,18 +436,21 @@ def _find_pdfs(app):
             app.book_pdfs["book"] = path
         else:
             LOGGER.info(f"book_html: no {path}, so no .pdf button (make pdf prints the book)")
-    if app.config.book_pdf_sheets:
-        for number in range(1, 100):
-            path = root / app.config.book_pdf_sheets.format(chapter=number)
-            if path.is_file():
-                app.book_pdfs[number] = path
+    for key, pattern in (("chapters", app.config.book_pdf_chapters),
+                         ("sheets", app.config.book_pdf_sheets)):
+        if pattern:
+            found = {number: root / pattern.format(chapter=number) for number in range(1, 100)}
+            app.book_pdfs[key] = {n: path for n, path in found.items() if path.is_file()}
 
 
 def _copy_pdfs(app, exception):
     if exception is None and getattr(app, "book_pdfs", None):
         folder = Path(app.outdir) / PDF_FOLDER
         folder.mkdir(exist_ok=True)
-        for path in app.book_pdfs.values():
+        paths = [app.book_pdfs["book"]] if "book" in app.book_pdfs else []
+        for key in ("chapters", "sheets"):
+            paths += app.book_pdfs.get(key, {}).values()
+        for path in paths:
             shutil.copyfile(path, folder / path.name)
 
 
@@ -282,7 +512,9 @@ def _read_numref_targets_once(app):
 def setup(app):
     app.add_config_value("book_pdf", "", "html", [str])
     app.add_config_value("book_pdf_sheets", "", "html", [str])
+    app.add_config_value("book_pdf_chapters", "", "html", [str])
     app.connect("config-inited", _dark_logo)
+    app.add_js_file(BOOK_JS)
     _read_numref_targets_once(app)
     app.connect("builder-inited", _singlehtml_handlers)
     app.connect("builder-inited", _find_pdfs)

@@ -165,9 +165,43 @@
       item.append(link, el("span", "print-toc-fill"), page);
       list.append(item);
     }
+    // The PDF's bookmarks (written by print_pdf.py, since Chromium's own doubled the
+    // titles of headings that open a page): every heading of the printed text, with
+    // its section's id. Links to all of them, in a box too small to see, make
+    // Chromium record the page each one lands on.
+    const outline = [];
+    for (const heading of book.querySelectorAll(
+        ".print-toc > h1, section > h1, section > h2, section > h3, section > h4")) {
+      const target = heading.tagName === "H1" && heading.parentElement.classList.contains("print-toc")
+        ? heading.parentElement : heading.parentElement;
+      if (!target.id) target.id = "print-outline-" + outline.length;
+      const level = {H1: 0, H2: 0, H3: 1, H4: 2}[heading.tagName];
+      outline.push({id: target.id, level, text: heading.textContent.replace(/\s+/g, " ").trim()});
+    }
+    const targets = el("div", "print-outline-targets");
+    targets.setAttribute("aria-hidden", "true");
+    const printChapters = [...root.querySelectorAll("section.print-chapter")];
+    for (const id of new Set([...outline.map((item) => item.id),
+                              ...printChapters.map((section) => section.id),
+                              ...[...appendix.querySelectorAll(":scope > section")].map((s) => s.id)])) {
+      const link = el("a", "", ".");
+      link.setAttribute("href", "#" + id);
+      targets.append(link);
+    }
+    toc.append(targets);
     unlinkMissing(book);
     show(book);
     return {
+      outline,
+      // each chapter, and the ids where the printed parts start (for the chapters' PDFs)
+      chapterParts: chapterSections.map((section) => ({
+        number: Number(section.querySelector(":scope > h2 .section-number").textContent.trim()
+                       .replace(/\.$/, "")),
+        id: section.id,
+        solutions: appendix.querySelector("[id='print-solutions-" + section.id + "']")
+          ? "print-solutions-" + section.id : null})),
+      starts: printChapters.map((section) => section.id)
+        .concat([...appendix.querySelectorAll(":scope > section")].map((s) => s.id)),
       toc: entries.map((entry) => ({id: entry.node.id, text: entry.text})),
       chapters: chapterSections.length,
       exercises: book.querySelectorAll("div.exercise").length,
@@ -201,6 +235,10 @@
       "statements an exercise refers to are printed before it. The full text, with " +
       "the notebooks to run: " + meta.url);
     head.append(intro);
+    head.append(el("p", "print-sheet-context",
+      "What to hand in: for each exercise, the derivation or argument it asks for; " +
+      "for a numerical exercise, also your code and the numbers it gives, in the " +
+      "chapter's student notebook or on paper."));
     sheet.append(head);
     let count = 0;
     for (const section of sectionsOf(chapter)) {

@@ -6,10 +6,13 @@ MathJax served from the build) and runs this script on it::
     python book/_ext/print_pdf.py _build/singlehtml _build/pdf
 
 It writes ``near-the-identity.pdf`` (title page, contents with page numbers,
-the preface, the five chapters, the solutions as an appendix, the library
-the bibliography; folded code cells are left out, their figures kept; the
-library reference stays online) and ``exercises-ch1.pdf`` ... ``exercises-ch5.pdf`` (each chapter's
-exercises without solutions, with the statements they refer to). The page is
+the preface, the five chapters, the solutions as an appendix, the bibliography;
+folded code cells are left out, their figures kept; the library reference stays
+online; one bookmark per heading), ``near-the-identity-ch1.pdf`` ...
+``near-the-identity-ch5.pdf`` (each chapter's pages of the book with the pages of
+its solutions, the book's page numbers kept) and ``exercises-ch1.pdf`` ...
+``exercises-ch5.pdf`` (each chapter's exercises without solutions, with the
+statements they refer to). The page is
 rearranged by ``print_pdf.js`` and styled by ``print.css``, both next to this
 file. Chromium is ``$CHROMIUM`` if set, else Debian's ``chromium-headless-shell``
 (the browser without its window, about a tenth less CPU to print the book), else
@@ -29,6 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BOOK_PDF = "near-the-identity.pdf"
+CHAPTER_PDF = "near-the-identity-ch{number}.pdf"
 # Without font hinting, chromium-headless-shell lays text out as chromium does (with
 # its default hinting, its glyphs are wider and lines break elsewhere).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -91,6 +95,96 @@ def _toc_pages(pdf_path, targets):
         if target in named:
             pages[target] = named[target]
     return pages
+
+
+def _outline_tree(outline, pages):
+    """The bookmarks as (title, page index, children), nested by level; headings
+    whose page is unknown are left out, and so are titles repeated at once (a
+    section whose title is its page's)."""
+    roots, stack = [], []  # stack: (level, children list)
+    for item in outline:
+        page = pages.get(item["id"])
+        if page is None or not item["text"]:
+            continue
+        node = (item["text"], page - 1, [])
+        while stack and stack[-1][0] >= item["level"]:
+            stack.pop()
+        siblings = stack[-1][1] if stack else roots
+        if siblings and siblings[-1][0] == node[0] and siblings[-1][1] == node[1]:
+            continue
+        siblings.append(node)
+        stack.append((item["level"], node[2]))
+    return roots
+
+
+def _add_outline(writer, tree, parent=None, offset=0, keep=None):
+    """Add the bookmarks ``tree`` to ``writer`` (page indices shifted by ``offset``;
+    only pages ``keep`` maps, if given)."""
+    for title, index, children in tree:
+        if keep is not None:
+            if index not in keep:
+                _add_outline(writer, children, parent, offset, keep)
+                continue
+            index = keep[index]
+        item = writer.add_outline_item(title, index - offset, parent=parent)
+        _add_outline(writer, children, item, offset, keep)
+
+
+def write_outline(pdf_path, outline, pages):
+    """Rewrite ``pdf_path`` with one bookmark per heading of ``outline``."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter(clone_from=str(pdf_path))
+    _add_outline(writer, _outline_tree(outline, pages))
+    writer.page_mode = "/UseOutlines"
+    with open(pdf_path, "wb") as stream:
+        writer.write(stream)
+
+
+def chapter_page_ranges(contents, pages, page_count):
+    """{chapter number: page indices} of each chapter's own PDF: the chapter's
+    pages (up to the next printed part) and the pages of its solutions."""
+    starts = sorted({pages[i] for i in contents["starts"] if i in pages})
+
+    def part(first):
+        later = [page for page in starts if page > first]
+        return list(range(first - 1, (later[0] - 1) if later else page_count))
+
+    ranges = {}
+    for chapter in contents["chapterParts"]:
+        indices = part(pages[chapter["id"]])
+        if chapter["solutions"] and chapter["solutions"] in pages:
+            indices += [i for i in part(pages[chapter["solutions"]]) if i not in indices]
+        ranges[chapter["number"]] = indices
+    return ranges
+
+
+def write_chapters(book_path, out_dir, contents, pages):
+    """Write each chapter's PDF (see :func:`chapter_page_ranges`); returns the paths."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, NameObject
+
+    reader = PdfReader(str(book_path))
+    tree = _outline_tree(contents["outline"], pages)
+    written = {}
+    for number, indices in chapter_page_ranges(contents, pages, len(reader.pages)).items():
+        writer = PdfWriter()
+        for index in indices:
+            writer.add_page(reader.pages[index])
+        for page in writer.pages:  # links into the book: their pages are not all here
+            if "/Annots" in page:
+                page[NameObject("/Annots")] = ArrayObject(
+                    [a for a in page["/Annots"].get_object() if "/Dest" not in a.get_object()
+                     and a.get_object().get("/A", {}).get("/S") != "/GoTo"])
+        keep = {index: position for position, index in enumerate(indices)}
+        _add_outline(writer, tree, keep=keep)
+        writer.page_mode = "/UseOutlines"
+        writer.add_metadata({"/Title": f"{contents.get('title', 'Book')}, chapter {number}"})
+        path = Path(out_dir) / CHAPTER_PDF.format(number=number)
+        with open(path, "wb") as stream:
+            writer.write(stream)
+        written[number] = str(path)
+    return written
 
 
 # Run before the page's own scripts: the MathJax configuration the page assigns to
@@ -176,14 +270,24 @@ def print_book(html_dir, out_dir, *, chromium=None, chapters=range(1, 6), log=pr
             # A first print finds the page of each contents entry (no outline and no
             # tags, which change nothing on the pages and take a third of the time).
             page.pdf(path=str(book), **dict(options, outline=False, tagged=False))
-            pages = _toc_pages(book, [entry["id"] for entry in contents["toc"]])
+            pages = _toc_pages(book, [entry["id"] for entry in contents["toc"]]
+                               + [item["id"] for item in contents["outline"]]
+                               + contents["starts"])
             missing = [entry["text"] for entry in contents["toc"] if entry["id"] not in pages]
             if missing:
                 raise RuntimeError(f"no page found for the contents entries {missing}")
             page.evaluate("(pages) => setTocPages(pages)", pages)
-            page.pdf(path=str(book), **options)
+            # Chromium's own bookmarks doubled the titles of headings that open a page
+            # ("1. 1. Deep residual networksDeep residual networks"): they are written
+            # from the headings' text instead (write_outline).
+            page.pdf(path=str(book), **dict(options, outline=False))
+            contents["title"] = meta["title"]
+            write_outline(book, contents["outline"], pages)
             written["book"] = str(book)
             log(f"{book.name} written ({time.monotonic() - start:.0f} s)")
+            written["chapters"] = write_chapters(book, out_dir, contents, pages)
+            log(f"{len(written['chapters'])} chapters' PDFs written "
+                f"({time.monotonic() - start:.0f} s)")
 
             sheets = {}
             for number in chapters:
@@ -213,7 +317,8 @@ def main(argv=None):
     except RuntimeError as error:
         print(f"print_pdf: {error}", file=sys.stderr)
         return 1
-    print(f"The book: {result['book']}; exercise sheets: "
+    print(f"The book: {result['book']}; its chapters: "
+          f"{', '.join(Path(path).name for path in result['chapters'].values())}; exercise sheets: "
           f"{', '.join(Path(s['path']).name for s in result['sheets'].values())}")
     return 0
 
