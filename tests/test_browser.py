@@ -39,6 +39,7 @@ none is found, the tests are skipped with a message saying how to install one;
 under ``CI=true`` they fail instead.
 """
 
+import functools
 import json
 import os
 import re
@@ -253,6 +254,176 @@ async () => {
 }
 """
 
+# Every formula at the current width: one whose box crosses the content column
+# (unless an ancestor inside the article scrolls it: a table), and each display
+# that scrolls inside its own box (with book.js's cue "book-scrolls" and a tab stop,
+# or without).
+FORMULAS = r"""
+() => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('main');
+  const items = (window.MathJax && MathJax.startup && MathJax.startup.document)
+    ? Array.from(MathJax.startup.document.math) : [];
+  if (!article) return {overflow: [], scrolling: []};
+  const cs = getComputedStyle(article), r = article.getBoundingClientRect();
+  const left = r.left + parseFloat(cs.paddingLeft), right = r.right - parseFloat(cs.paddingRight);
+  const scrolledInArticle = el => {
+    for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible') return true;
+    }
+    return false;
+  };
+  const overflow = [], scrolling = [];
+  for (const item of items) {
+    const c = item.typesetRoot;
+    if (!c || !c.isConnected || !c.checkVisibility()) continue;
+    const tex = item.math.trim().replace(/\s+/g, ' ').slice(0, 100);
+    if (item.display && c.scrollWidth > c.clientWidth + 1) {
+      scrolling.push({tex, width: c.scrollWidth, box: c.clientWidth,
+                      cue: c.classList.contains('book-scrolls'),
+                      focusable: c.tabIndex >= 0});
+    }
+    if (scrolledInArticle(c)) continue;
+    const rects = Array.from(c.getClientRects());
+    const worst = Math.max(0, ...rects.map(b => Math.max(b.right - right, left - b.left)));
+    if (worst > 1) overflow.push({tex, display: item.display, by: Math.round(worst)});
+  }
+  // what a screen reader reads: MathJax's hidden MathML beside each typeset formula
+  const unspoken = items.filter(item => item.typesetRoot && item.typesetRoot.isConnected
+      && !item.typesetRoot.querySelector('mjx-assistive-mml math'))
+    .map(item => item.math.trim().slice(0, 80));
+  return {overflow, scrolling, unspoken, count: items.length};
+}
+"""
+
+# The article's images (the book's figures, in _images/; not the icons of Sphinx's
+# index pages): whether a tap opens them (a link to the image file), and the
+# height of their smallest text in CSS pixels as shown (book_html.py writes each
+# image's smallest text in image pixels, data-text-px).
+FIGURE_TEXT = r"""
+() => Array.from(document.querySelectorAll('article img[src*="_images/"]'))
+  .filter(img => img.checkVisibility())
+  .map(img => {
+    const link = img.closest('a[href]');
+    const shown = img.getBoundingClientRect().width;
+    const px = parseFloat(img.dataset.textPx);
+    return {src: (img.getAttribute('src') || '').split('/').pop(),
+            opens: !!link && new URL(link.href).pathname === new URL(img.src).pathname,
+            text: Number.isFinite(px) && img.naturalWidth
+              ? Math.round(100 * px * shown / img.naturalWidth) / 100 : null};
+  })
+"""
+
+# The sidebars' links: the names cut off by their box (wider than it), and the
+# entries of the page's own contents (the secondary sidebar).
+SIDEBARS = r"""
+() => {
+  const shown = a => a.checkVisibility() && a.getBoundingClientRect().width > 0;
+  const text = a => a.textContent.replace(/\s+/g, ' ').trim();
+  const clipped = Array.from(document.querySelectorAll(
+      '.bd-sidebar-primary a, .bd-sidebar-secondary a'))
+    .filter(shown).filter(a => a.scrollWidth > a.clientWidth + 1).map(text);
+  const contents = Array.from(document.querySelectorAll('.bd-sidebar-secondary nav a'))
+    .filter(shown).map(text);
+  return {clipped, contents};
+}
+"""
+
+# axe-core (axe-playwright-python's copy): the page's violations of the rules asked
+# for, with the number of elements and the first three of them per rule.
+AXE_RUN = r"""
+async ([rules, tags]) => {
+  const runOnly = rules ? {type: 'rule', values: rules} : {type: 'tag', values: tags};
+  const result = await axe.run(document, {runOnly, resultTypes: ['violations']});
+  return result.violations.map(v => ({
+    id: v.id, impact: v.impact, count: v.nodes.length,
+    where: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': '
+                                   + (n.failureSummary || '').split('\n').slice(1, 2).join('')
+                                     .trim().slice(0, 140))}));
+}
+"""
+
+# Colour rules (color-contrast, link-in-text-block) judge one element for each
+# distinct look of text: its colour, font size and weight, shadow and underline, every
+# background and opacity behind it up to the first opaque background, and for a link
+# the colour and underline of the text around it. Two elements that agree in all of
+# these have the same contrast, so a look judged once (on this page or an earlier one
+# of the survey, in the same colour mode) is not judged again: the representatives of
+# the new looks are marked data-axe-sample, and the colour rules look at them alone.
+# Only visible text counts; the hidden MathML for screen readers (clipped, never
+# shown) is left out.
+SAMPLE_LOOKS = r"""
+(judged) => {
+  const seen = new Set(judged);
+  const behind = new Map();
+  const backdrop = el => {
+    if (!el) return '';
+    if (behind.has(el)) return behind.get(el);
+    const s = getComputedStyle(el);
+    let key = '';
+    if (s.backgroundImage !== 'none') key += s.backgroundImage.slice(0, 80) + '|';
+    if (s.opacity !== '1') key += 'o' + s.opacity + '|';
+    const transparent = s.backgroundColor === 'rgba(0, 0, 0, 0)';
+    if (!transparent) key += s.backgroundColor + '|';
+    const opaque = !transparent && !/rgba/.test(s.backgroundColor) && s.opacity === '1';
+    key += opaque ? '' : backdrop(el.parentElement);
+    behind.set(el, key);
+    return key;
+  };
+  document.querySelectorAll('[data-axe-sample]').forEach(e => e.removeAttribute('data-axe-sample'));
+  const fresh = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    let own = false;
+    for (const c of el.childNodes) {
+      if (c.nodeType === 3 && c.textContent.trim()) { own = true; break; }
+    }
+    if (!own || el.closest('mjx-assistive-mml')
+        || !el.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
+    const s = getComputedStyle(el);
+    const link = el.closest('a[href]');
+    let around = '';
+    if (link && link.parentElement) {
+      const p = getComputedStyle(link.parentElement);
+      around = [p.color, p.display, p.textDecorationLine].join(',');
+    }
+    const key = [link ? 'link:' + around : '', s.color, s.fontSize, s.fontWeight,
+                 s.textShadow, s.textDecorationLine, backdrop(el)].join(';');
+    if (!seen.has(key)) {
+      seen.add(key);
+      fresh.push(key);
+      (link || el).setAttribute('data-axe-sample', '');
+    }
+  }
+  if (!window.bookAxeConfigured) {
+    axe.configure({rules: [{id: 'color-contrast', selector: '[data-axe-sample]'},
+                           {id: 'link-in-text-block', selector: 'a[href][data-axe-sample]'}]});
+    window.bookAxeConfigured = true;
+  }
+  return fresh;
+}
+"""
+
+# Every element that scrolls sideways can be reached with the keyboard: it is a tab
+# stop or holds one (axe-core's scrollable-region-focusable, which takes seconds per
+# run on a phone-wide page: the same rule, in a few milliseconds).
+UNREACHABLE_SCROLLERS = r"""
+() => {
+  const focusable = 'a[href], button, input, select, textarea, summary, [tabindex]';
+  const found = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    if (el.scrollWidth <= el.clientWidth + 1) continue;
+    const s = getComputedStyle(el);
+    if (!['auto', 'scroll'].includes(s.overflowX) || !el.checkVisibility()) continue;
+    if (el.matches(focusable) && el.tabIndex >= 0) continue;
+    if (Array.from(el.querySelectorAll(focusable)).some(f => f.tabIndex >= 0
+                                                           && f.checkVisibility())) continue;
+    found.push((el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+                + (typeof el.className === 'string' && el.className
+                   ? '.' + el.className.trim().split(/\s+/)[0] : '')));
+  }
+  return found;
+}
+"""
+
 # Figures of the article outside solutions, and their captions.
 # how many, how many with a caption, and the captions.
 FIGURES = r"""
@@ -329,9 +500,111 @@ class _Browser:
         self.context.close()
 
 
+# ------------------------------------------------------------ accessibility (axe-core)
+# axe-core 4.12 as axe-playwright-python ships it (pinned in requirements.txt), run
+# on every page the survey opens, in the page it has already loaded, for WCAG 2.1 A
+# and AA. At 1280 px in light mode every rule runs. In dark mode and at 390 px the
+# page's elements are the same and only their colours, what is shown and what
+# scrolls change: there the colour rules run on every look of text not judged yet
+# (SAMPLE_LOOKS; axe-core runs only when there is one), every image shown must have
+# a text alternative (the theme shows another logo in dark mode: axe-core's
+# image-alt, as IMAGES_WITHOUT_ALT), and at 390 px every sideways scroller must take
+# the keyboard (axe-core's scrollable-region-focusable, as UNREACHABLE_SCROLLERS,
+# judged on the typeset page).
+#
+# axe judges a page with its formulas put back to their TeX, as the student edition's
+# pages are served (tests/test_student_html.py), once every check of the typeset
+# formulas is done: a typeset chapter holds four times the elements (MathJax's glyph
+# boxes, hidden from screen readers, and the hidden MathML read instead), and axe-core
+# takes seconds per run over them. What a screen reader gets of each formula, its
+# MathML, is checked by test_every_formula_has_mathml_for_screen_readers, and a
+# formula's colour is its paragraph's.
+UNTYPESET = r"""
+() => {
+  const mj = window.MathJax, doc = mj && mj.startup && mj.startup.document;
+  if (!doc) return 0;
+  let count = 0;
+  for (const item of Array.from(doc.math)) { item.removeFromDocument(true); count += 1; }
+  // the list emptied, and no new layout for a new width (book.js asks for one after
+  // a resize): MathJax would find the TeX again and typeset it all anew
+  doc.math.clear();
+  doc.rerenderPromise = () => Promise.resolve();
+  return count;
+}
+"""
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+#: the configurations axe runs in, and the rules of each (None: all of WCAG_TAGS)
+AXE_PLAN = (("1280 light", None), ("1280 dark", COLOUR_RULES),
+            ("390 light", COLOUR_RULES), ("390 dark", COLOUR_RULES))
+IMAGES_WITHOUT_ALT = r"""
+() => Array.from(document.images).filter(img => img.checkVisibility()
+    && !(img.getAttribute('alt') || '').trim() && img.getAttribute('role') !== 'presentation')
+  .map(img => 'img[src$="' + (img.getAttribute('src') || '').split('/').pop() + '"]')
+"""
+AXE_FAILING = ("critical", "serious")
+
+
+@functools.cache
+def _axe_script():
+    from axe_playwright_python.base import AXE_FILE_PATH
+
+    return AXE_FILE_PATH.read_text(encoding="utf-8")
+
+
+def set_mode(page, mode):
+    """The theme's light or dark mode, as its switch sets it (``data-theme``)."""
+    page.evaluate("""async (mode) => {
+        document.documentElement.dataset.theme = mode;
+        document.documentElement.dataset.mode = mode;
+        await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+        // the theme's colour transitions taken to their end: axe judges the final colours
+        document.getAnimations().forEach(a => a.finish());
+    }""", mode)
+
+
+def run_axe(page, rules, judged):
+    """axe-core's violations on the page as it is now (``rules`` None: WCAG 2.1 AA);
+    the colour rules judge the looks of text not in ``judged`` (a set, updated)."""
+    if not page.evaluate("() => !!window.axe"):
+        page.evaluate(_axe_script())
+    fresh = page.evaluate(SAMPLE_LOOKS, sorted(judged))
+    judged.update(fresh)
+    if rules is not None and not fresh:
+        rules = [rule for rule in rules if rule not in COLOUR_RULES]
+        if not rules:
+            return []
+    return page.evaluate(AXE_RUN, [rules, WCAG_TAGS])
+
+
+def _violation(rule, elements):
+    return [{"id": rule, "impact": "serious", "count": len(elements),
+             "where": elements[:3]}] if elements else []
+
+
+def axe_in_both_modes(page, width, judged, plan=AXE_PLAN, unreachable=()):
+    """{configuration: violations} for the configurations of ``plan`` at ``width``;
+    ``judged``: {mode: looks of text judged so far}; ``unreachable``: the page's
+    sideways scrollers the keyboard cannot reach at this width (see
+    UNREACHABLE_SCROLLERS), reported as axe-core's scrollable-region-focusable."""
+    found = {}
+    for name, rules in plan:
+        if not name.startswith(f"{width} "):
+            continue
+        mode = name.split()[1]
+        set_mode(page, mode)
+        found[name] = run_axe(page, rules, judged.setdefault(mode, set()))
+        if rules is not None:
+            found[name] += _violation("image-alt", page.evaluate(IMAGES_WITHOUT_ALT))
+        if mode == "light":
+            found[name] += _violation("scrollable-region-focusable", list(unreachable))
+    set_mode(page, "light")
+    return found
+
+
 def _survey_book(browser, html_root):
     """Visit every page of the built book and return what each check needs."""
-    survey = {}
+    survey, judged = {}, {}
     for page in _pages(html_root):
         record = browser.open(html_root / page)
         result = dict(record)
@@ -341,8 +614,24 @@ def _survey_book(browser, html_root):
         result["boxes"] = browser.page.evaluate(THEOREM_BOXES)
         result["opened"] = browser.page.evaluate(OPEN_DROPDOWNS)
         result["layout"] = browser.page.evaluate(LAYOUT)  # with every solution open
+        result["formulas_1280"] = browser.page.evaluate(FORMULAS)
+        result["sidebars"] = browser.page.evaluate(SIDEBARS)
+        # The phone: the same page at 390 px, its formulas laid out again for the new
+        # width as book.js does when a reader's window changes width.
         browser.page.set_viewport_size(PHONE)
+        browser.page.evaluate("async () => { if (window.bookRelayoutMath) "
+                              "await window.bookRelayoutMath(); }")
         result["phone"] = browser.page.evaluate(PAGE_SCROLL)
+        result["formulas_390"] = browser.page.evaluate(FORMULAS)
+        result["figure_text"] = browser.page.evaluate(FIGURE_TEXT)
+        result["screens_390"] = round(browser.page.evaluate(
+            "document.documentElement.scrollHeight") / PHONE["height"], 1)
+        unreachable = browser.page.evaluate(UNREACHABLE_SCROLLERS)
+        # axe-core, on the formulas' TeX (see UNTYPESET): at 390 px, then at 1280 px.
+        browser.page.evaluate(UNTYPESET)
+        result["axe"] = axe_in_both_modes(browser.page, 390, judged, unreachable=unreachable)
+        browser.page.set_viewport_size(DESKTOP)
+        result["axe"].update(axe_in_both_modes(browser.page, 1280, judged))
         survey[page] = result
     return survey
 
@@ -441,6 +730,118 @@ def test_no_horizontal_scroll_at_390px(survey):
                        f"{r['phone']['clientWidth']}; beyond: {r['phone']['beyond']}"]
                 for page, r in survey["book"].items()
                 if r["phone"]["scrollWidth"] > r["phone"]["clientWidth"] + 1}
+    assert not failures, _report(failures)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_formula_overflows_its_column(survey, width):
+    # MathJax 4 breaks long inline formulas where the browser wraps the line, and long
+    # displays to the column's width (book.js lays them out again when the width changes).
+    failures = {page: [f"{'display' if f['display'] else 'inline'} formula past the column "
+                       f"by {f['by']} px: {f['tex']}" for f in r[f"formulas_{width}"]["overflow"]]
+                for page, r in survey["book"].items() if r[f"formulas_{width}"]["overflow"]}
+    assert not failures, _report(failures)
+
+
+def test_a_display_that_scrolls_at_390px_shows_it_and_takes_the_keyboard(survey):
+    # A display MathJax cannot break (a wide matrix) may scroll inside its own box on a
+    # phone, never the page: with book.js's cue (a shadow at the edge) and a tab stop.
+    failures = {page: [f"{e['width']} px in a {e['box']} px box, "
+                       f"{'' if e['cue'] else 'no cue, '}"
+                       f"{'' if e['focusable'] else 'no tab stop, '}"
+                       f"{e['tex']}" for e in r["formulas_390"]["scrolling"]
+                       if not (e["cue"] and e["focusable"])]
+                for page, r in survey["book"].items()}
+    failures = {page: items for page, items in failures.items() if items}
+    assert not failures, _report(failures)
+
+
+def test_every_formula_has_mathml_for_screen_readers(survey):
+    failures = {page: [f"no assistive MathML: {t}" for t in r["formulas_1280"]["unspoken"]]
+                for page, r in survey["book"].items() if r["formulas_1280"]["unspoken"]}
+    assert not failures, _report(failures)
+
+
+def test_every_figure_opens_full_size_on_a_tap(survey):
+    failures = {page: [f"{f['src']} is not a link to its image" for f in r["figure_text"]
+                       if not f["opens"]]
+                for page, r in survey["book"].items()}
+    failures = {page: items for page, items in failures.items() if items}
+    assert not failures, _report(failures)
+
+
+#: The smallest figure text a phone may show, in CSS pixels (issue 35: "about 7").
+FIGURE_TEXT_MIN_PX = 6.95
+
+
+def test_figure_text_is_readable_on_a_phone(survey):
+    # Each image's smallest text (its size in the image, written by book_html.py from
+    # the cell that drew it) times the scale the phone shows the image at.
+    failures = {page: [f"{f['src']}: smallest text {f['text']} CSS px" if f["text"] is not None
+                       else f"{f['src']}: size of its text unknown" for f in r["figure_text"]
+                       if f["text"] is None or f["text"] < FIGURE_TEXT_MIN_PX]
+                for page, r in survey["book"].items()}
+    failures = {page: items for page, items in failures.items() if items}
+    assert not failures, _report(failures)
+
+
+def test_no_name_in_the_sidebars_is_cut_off(survey):
+    failures = {page: [f"cut off: {name}" for name in r["sidebars"]["clipped"]]
+                for page, r in survey["book"].items() if r["sidebars"]["clipped"]}
+    assert not failures, _report(failures)
+
+
+def _public_names(module):
+    import importlib
+
+    imported = importlib.import_module(f"resnet_theory.{module}")
+    return list(getattr(imported, "__all__", []))
+
+
+def test_the_api_reference_has_a_page_per_module_listing_its_names(survey):
+    import resnet_theory
+
+    modules = sorted(info.name for info in __import__("pkgutil").iter_modules(
+        resnet_theory.__path__) if not info.name.startswith("_"))
+    pages = survey["book"]
+    missing = [m for m in modules if f"book/api/{m}.html" not in pages]
+    assert not missing, f"modules without a page of the API reference: {missing}"
+    failures = {}
+    documented = {"checks": ["CheckResult", "check_namespace", "exercise_check"]}
+    for module in modules:
+        contents = " ".join(pages[f"book/api/{module}.html"]["sidebars"]["contents"])
+        names = documented.get(module) or [n for n in _public_names(module) if n[0].islower()
+                                             or n[0].isupper() and not n.isupper()]
+        absent = [name for name in names if name not in contents]
+        if absent:
+            failures[f"book/api/{module}.html"] = [f"the sidebar does not list {absent}"]
+    assert not failures, _report(failures)
+
+
+def axe_report(pages):
+    """Counts of axe-core's violations by rule, impact and configuration; and the
+    failing (critical or serious) ones, per page."""
+    counts, failures = {}, {}
+    for page, r in pages.items():
+        for config, violations in r["axe"].items():
+            for v in violations:
+                key = (v["id"], v["impact"] or "", config)
+                counts[key] = counts.get(key, 0) + v["count"]
+                if v["impact"] in AXE_FAILING:
+                    failures.setdefault(page, []).append(
+                        f"[{config}] {v['id']} ({v['impact']}, {v['count']} elements): "
+                        + "; ".join(v["where"]))
+    lines = [f"axe-core, WCAG 2.1 A/AA, {len(pages)} pages: "
+             + ("no violation" if not counts else "violations by rule")]
+    lines += [f"  {rule:32} {impact:9} {config:11} {n:5d} elements"
+              for (rule, impact, config), n in sorted(counts.items())]
+    return "\n".join(lines), failures
+
+
+def test_axe_finds_no_critical_or_serious_violation(survey, capsys):
+    table, failures = axe_report(survey["book"])
+    with capsys.disabled():
+        print("\n" + table)
     assert not failures, _report(failures)
 
 
@@ -588,6 +989,87 @@ def test_tapping_a_solution_title_opens_the_solution(reader):
     assert not errors
 
 
+# ---------------------------------------------------------------- the keyboard alone
+# A reader who does not use a mouse: Tab moves through the page, Enter opens, Escape
+# closes. Each test presses Tab from the top of the page until the control has focus.
+FOCUSED = "(selector) => !!document.activeElement && document.activeElement.matches(selector)"
+
+
+def _tab_to(page, selector, limit=300):
+    """Press Tab until the focused element matches ``selector``; fail after ``limit``."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(FOCUSED, selector):
+            return
+    pytest.fail(f"{limit} presses of Tab never reached {selector}")
+
+
+def _key(page, key):
+    page.keyboard.press(key)
+    page.evaluate(SETTLED)
+
+
+def test_the_keyboard_opens_and_closes_a_solution_and_folded_code(reader):
+    page, errors = reader(DESKTOP)
+    _tab_to(page, ".solution.dropdown > .admonition-title > .toggle-button")
+    box = "document.activeElement.closest('.solution')"
+    _key(page, "Enter")
+    assert page.evaluate(f"() => !{box}.classList.contains('toggle-hidden')"), \
+        "Enter did not open the solution"
+    _key(page, "Enter")
+    assert page.evaluate(f"() => {box}.classList.contains('toggle-hidden')"), \
+        "Enter did not close the solution again"
+    _tab_to(page, "details.hide > summary")
+    _key(page, "Enter")
+    assert page.evaluate("() => document.activeElement.parentElement.open"), \
+        "Enter did not unfold the folded code"
+    assert not errors
+
+
+@pytest.mark.parametrize("toggle, drawer", [
+    (".primary-toggle", "pst-primary-sidebar-modal"),
+    (".secondary-toggle", "pst-secondary-sidebar-modal")])
+def test_the_keyboard_opens_and_closes_the_phone_s_drawers(reader, toggle, drawer):
+    page, errors = reader(PHONE)
+    _tab_to(page, f"button{toggle}")
+    _key(page, "Enter")
+    state = page.evaluate(DRAWER, drawer)
+    assert state["open"] and state["links"], f"Enter did not open {drawer}"
+    inside = page.evaluate("(id) => document.getElementById(id).contains(document.activeElement)",
+                           drawer)
+    assert inside, "the focus did not move into the open drawer"
+    _key(page, "Escape")
+    assert not page.evaluate(DRAWER, drawer)["open"], f"Escape did not close {drawer}"
+    assert not errors
+
+
+SEARCH_DIALOG_OPEN = ("() => { const w = document.querySelector('.search-button__wrapper');"
+                      " return !!w && w.classList.contains('show'); }")
+
+
+def test_the_keyboard_searches_the_book(reader):
+    page, errors = reader(DESKTOP)
+    _tab_to(page, ".search-button-field, button.search-button")
+    _key(page, "Enter")
+    assert page.evaluate(SEARCH_DIALOG_OPEN), "Enter did not open the search box"
+    assert page.evaluate(FOCUSED, ".search-button__wrapper input[type='search'], "
+                                  ".search-button__wrapper input[name='q']"), \
+        "the search box does not have the focus"
+    _key(page, "Escape")
+    assert not page.evaluate(SEARCH_DIALOG_OPEN), "Escape did not close the search box"
+    _tab_to(page, ".search-button-field, button.search-button")
+    _key(page, "Enter")
+    page.keyboard.type(SEARCH_QUERY)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url.split("?")[0].endswith("/search.html"), page.url
+    page.wait_for_function("document.querySelector('#search-results p.search-summary')"
+                           " && document.querySelector('#search-results p.search-summary')"
+                           ".textContent.includes('Search finished')")
+    assert page.evaluate("document.querySelectorAll('#search-results li').length") >= 3
+    assert not errors
+
+
 def test_a_page_has_one_search_box(reader):
     page, _ = reader(DESKTOP)
     boxes = page.evaluate("() => Array.from(document.querySelectorAll("
@@ -617,23 +1099,33 @@ SEARCH_RESULTS = r"""
 """
 
 
+#: TeX in a snippet: a delimiter, a command, or a dollar sign
+SNIPPET_TEX = re.compile(r"\\[()\[\]]|\\[A-Za-z]{2,}|\$|\\[{}|]")
+
+
+def _search(browser, html_root, query):
+    url = (html_root / "search.html").as_uri() + f"?q={query}"
+    browser.page.goto(url, wait_until="load")
+    browser.page.wait_for_function(
+        "document.querySelector('#search-results p.search-summary')"
+        ".textContent.includes('Search finished')")
+    try:  # each snippet comes a moment after its result
+        browser.page.wait_for_function(
+            "Array.from(document.querySelectorAll('#search-results li'))"
+            ".every(li => li.querySelector(':scope > span') || li.querySelector('p.context'))",
+            timeout=5_000)
+    except PlaywrightTimeout:
+        pass  # judged by the caller: a result without a snippet
+    return browser.page.evaluate(SEARCH_RESULTS)
+
+
 def test_search_from_disk_shows_a_snippet_of_each_page_found(book_build, chromium):
     browser = _Browser(chromium)
     try:
         browser.record = {"requests": [], "errors": []}
-        url = (book_build.html / "search.html").as_uri() + f"?q={SEARCH_QUERY}"
-        browser.page.goto(url, wait_until="load")
-        browser.page.wait_for_function(
-            "document.querySelector('#search-results p.search-summary')"
-            ".textContent.includes('Search finished')")
-        try:  # each snippet comes a moment after its result
-            browser.page.wait_for_function(
-                "Array.from(document.querySelectorAll('#search-results li'))"
-                ".every(li => li.querySelector(':scope > span') || li.querySelector('p.context'))",
-                timeout=5_000)
-        except PlaywrightTimeout:
-            pass  # judged below: a result without a snippet
-        results = browser.page.evaluate(SEARCH_RESULTS)
+        results = _search(browser, book_build.html, SEARCH_QUERY)
+        # "polar": pages whose text around the word is full of formulas (Chapter 4)
+        formulas = _search(browser, book_build.html, "polar")
         errors = browser.record["errors"]
     finally:
         browser.close()
@@ -641,4 +1133,8 @@ def test_search_from_disk_shows_a_snippet_of_each_page_found(book_build, chromiu
     assert len(pages) >= 3, results
     missing = [r["title"] for r in pages if SEARCH_QUERY not in r["snippet"].lower()]
     assert not missing, f"results without a snippet showing '{SEARCH_QUERY}': {missing}"
+    snippets = [r["snippet"] for r in results + formulas if not r["object"]]
+    assert len(snippets) >= len(pages) + 2
+    tex = [snippet for snippet in snippets if SNIPPET_TEX.search(snippet)]
+    assert not tex, "snippets that show TeX:\n" + "\n".join(tex)
     assert not errors

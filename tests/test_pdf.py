@@ -84,6 +84,7 @@ def printed(book_build, tmp_path_factory, chromium_executable):
     # what print_book returned, as it wrote it to contents.json (sheets by chapter number)
     result = json.loads((out / "pdf" / "contents.json").read_text())
     result["sheets"] = {int(number): sheet for number, sheet in result["sheets"].items()}
+    result["chapters"] = {int(number): path for number, path in result["chapters"].items()}
     return out / "pdf", result
 
 
@@ -139,6 +140,8 @@ def book_text(printed):
 def test_make_pdf_writes_the_book_and_one_sheet_per_chapter(printed):
     folder, result = printed
     assert (folder / "near-the-identity.pdf").is_file()
+    assert sorted(path.name for path in folder.glob("near-the-identity-ch*.pdf")) == [
+        f"near-the-identity-ch{number}.pdf" for number in _chapter_titles()]
     assert sorted(path.name for path in folder.glob("exercises-ch*.pdf")) == [
         f"exercises-ch{number}.pdf" for number in _chapter_titles()]
     assert Path(result["book"]).resolve() == (folder / "near-the-identity.pdf").resolve()
@@ -257,18 +260,192 @@ class _App:
         self.book_pdfs = pdfs
 
 
-def test_the_pdf_button_serves_the_book_or_the_chapters_sheet():
+def test_the_pdf_button_serves_the_chapter_the_book_or_the_chapters_sheet():
     def pathto(name, resource):
         return "../" + name
 
-    book = book_html._pdf_button(_App({"book": Path("near-the-identity.pdf")}),
-                                 "book/ch2_identity_matters/expressivity", pathto)
-    assert book["url"] == "../_pdf/near-the-identity.pdf"
-    sheets = _App({2: Path("exercises-ch2.pdf")})
-    assert book_html._pdf_button(sheets, "book/ch2_identity_matters/expressivity",
-                                 pathto)["url"] == "../_pdf/exercises-ch2.pdf"
+    chapter = "book/ch2_identity_matters/expressivity"
+    book = _App({"book": Path("near-the-identity.pdf"),
+                 "chapters": {2: Path("near-the-identity-ch2.pdf")}})
+    chapter_pdf = "../_pdf/near-the-identity-ch2.pdf"
+    assert book_html._pdf_button(book, chapter, pathto)["url"] == chapter_pdf
+    assert book_html._pdf_button(book, "book/ch2_identity_matters/index",
+                                 pathto)["url"] == chapter_pdf
+    # the landing page, the preface and a chapter without its own PDF: the whole book
+    book_pdf = "../_pdf/near-the-identity.pdf"
+    assert book_html._pdf_button(book, "book/intro", pathto)["url"] == book_pdf
+    assert book_html._pdf_button(book, "book/ch3_near_identities/matrices",
+                                 pathto)["url"] == book_pdf
+    sheets = _App({"sheets": {2: Path("exercises-ch2.pdf")}})
+    assert book_html._pdf_button(sheets, chapter, pathto)["url"] == "../_pdf/exercises-ch2.pdf"
     assert book_html._pdf_button(sheets, "book/intro", pathto) is None
     assert book_html._pdf_button(_App({}), "book/ch2_identity_matters/index", pathto) is None
+
+
+def test_the_chapter_pages_pdf_buttons_serve_their_chapters(printed, tmp_path):
+    # What the HTML build does with make pdf's files (book_html._find_pdfs), on the
+    # files this module printed.
+    folder = printed[0]
+
+    class Config:
+        book_pdf = str(folder / "near-the-identity.pdf")
+        book_pdf_chapters = str(folder / "near-the-identity-ch{chapter}.pdf")
+        book_pdf_sheets = ""
+
+    class Builder:
+        name = "html"
+
+    class App:
+        config, builder, srcdir = Config, Builder, str(tmp_path)
+
+    book_html._find_pdfs(App)
+    for number in _chapter_titles():
+        page = next(path for path in CHAPTERS if path.name.startswith(f"ch{number}_"))
+        button = book_html._pdf_button(App, f"book/{page.name}/index", lambda n, r: n)
+        assert button["url"] == f"_pdf/near-the-identity-ch{number}.pdf"
+    assert book_html._pdf_button(App, "book/intro", lambda n, r: n)["url"] == \
+        "_pdf/near-the-identity.pdf"
+
+
+def _outline(reader):
+    """Every bookmark as (depth, title, page number)."""
+    found = []
+
+    def walk(items, depth):
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+            else:
+                found.append((depth, item.title, reader.get_destination_page_number(item) + 1))
+    walk(reader.outline, 0)
+    return found
+
+
+# a title said twice ("Contents Contents", "1. 1. Deep ...", "TakeawaysTakeaways")
+DOUBLED = re.compile(r"^(?P<a>.+?)\s*(?P=a)$|^(\d+(\.\d+)*\.) \2 ")
+
+
+def test_the_bookmarks_are_single_and_clean(printed):
+    reader = PdfReader(printed[1]["book"])
+    outline = _outline(reader)
+    titles = [title for _, title, _ in outline]
+    assert len(outline) >= 60, titles
+    doubled = [title for title in titles if DOUBLED.search(title)]
+    assert not doubled, f"doubled bookmarks: {doubled}"
+    top = [title for depth, title, _ in outline if depth == 0]
+    assert top[:2] == ["Contents", "Preface"], top
+    for number, title in _chapter_titles().items():
+        assert top.count(f"{number}. {title}") == 1, (number, top)
+    assert "Solutions to the exercises" in top
+    # each bookmark points where its heading is printed
+    pages = _read(printed[1]["book"])[0]
+    for _, title, page in outline[:40]:
+        assert _flat(title)[:30] in _flat(pages[page - 1]), (title, page)
+
+
+def test_each_chapter_has_a_pdf_of_its_pages_and_its_solutions(printed):
+    result = printed[1]
+    book_pages = len(PdfReader(result["book"]).pages)
+    total = 0
+    for number, title in _chapter_titles().items():
+        path = Path(result["chapters"][number])
+        reader = PdfReader(path)
+        text = _flat(" ".join(_read(path)[0]))
+        assert f"{number}. {title}" in _flat(_read(path)[0][0]), f"chapter {number}: first page"
+        assert "Solution to" in text, f"chapter {number}: no solutions"
+        others = [f"{n}. {t}" for n, t in _chapter_titles().items() if n != number]
+        assert not [t for t in others if f"Chapter {t}" in text], f"chapter {number}"
+        top = [title for depth, title, _ in _outline(reader) if depth == 0]
+        assert top and top[0] == f"{number}. {title}", top
+        total += len(reader.pages)
+    assert total < book_pages
+
+
+def _empty_bottoms(path):
+    """For each page, the share of the text area below its last line or image."""
+    top_margin, bottom_margin = (float(print_pdf.MARGIN[key].removesuffix("mm")) * 72 / 25.4
+                                 for key in ("top", "bottom"))
+    shares = []
+    document = pdfium.PdfDocument(str(path))
+    try:
+        for page in document:
+            height = page.get_height()
+            lowest = None
+            for obj in page.get_objects():
+                left, bottom, right, top = obj.get_pos()
+                if top - bottom < 0.5 or bottom < bottom_margin - 1:
+                    continue  # hairlines, and the footer's page number
+                lowest = bottom if lowest is None else min(lowest, bottom)
+            area = height - top_margin - bottom_margin
+            shares.append(1.0 if lowest is None else max(0.0, (lowest - bottom_margin) / area))
+    finally:
+        document.close()
+    return shares
+
+
+def test_no_page_is_more_than_a_third_empty_but_a_parts_last(printed):
+    result = printed[1]
+    shares = _empty_bottoms(result["book"])
+    starts = sorted({result["pages"][i] for i in result["contents"]["starts"]
+                     if i in result["pages"]})
+    # the title page, the contents, and the last page before each new part
+    exempt = {1, 2} | {page - 1 for page in starts} | {len(shares)}
+    exempt |= set(range(1, starts[0])) if starts else set()
+    emptier = [f"page {n}: {100 * share:.0f} % empty" for n, share in enumerate(shares, 1)
+               if share > 1 / 3 and n not in exempt]
+    assert not emptier, "\n".join(emptier)
+
+
+#: Words that name screen controls: the printed text speaks of paper.
+SCREEN_WORDS = ("folded cell", "dropdown", "drop-down", "click", "toggle", "audit cell",
+                "show code", "check cell")
+SCREEN_WORD = re.compile(r"\b(" + "|".join(re.escape(w) for w in SCREEN_WORDS) + r")\w*",
+                         re.IGNORECASE)
+
+
+def _where_in_the_sources(phrase):
+    """The notebooks' cells and the pages whose text holds ``phrase``."""
+    import nbformat
+
+    found = []
+    for path in sorted((ROOT / "book").rglob("*.ipynb")) + sorted((ROOT / "book").rglob("*.md")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        if path.suffix == ".md":
+            if phrase.lower() in path.read_text(encoding="utf-8").lower():
+                found.append(str(path.relative_to(ROOT)))
+            continue
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            texts = [cell.source] + [str(output.get("text", "")) for output in
+                                      cell.get("outputs", [])]
+            if any(phrase.lower() in _flat(text).lower() for text in texts):
+                found.append(f"{path.relative_to(ROOT)} cell {index}")
+    return found
+
+
+def test_the_printed_text_names_no_screen_control(printed, book_text):
+    # The prose, not the code: a comment in printed code may say "dropdown" of a widget.
+    documents = {"the book": book_text[1]}
+    documents.update({Path(sheet["path"]).name: _read(sheet["path"])[1]
+                      for sheet in printed[1]["sheets"].values()})
+    hits, sources = [], set()
+    for name, pages in documents.items():
+        for number, text in enumerate(pages, start=1):
+            flat = _flat(text)
+            for match in SCREEN_WORD.finditer(flat):
+                context = flat[max(0, match.start() - 50):match.end() + 30]
+                # the sentence's own words around the screen word, to find it in a source
+                phrase = flat[max(0, match.start() - 25):match.end()].split(" ", 1)[-1]
+                where = _where_in_the_sources(phrase) or _where_in_the_sources(match.group(0))
+                sources.update(where)
+                hits.append(f"{name} page {number}: ...{context}... (in: "
+                            f"{', '.join(where) or 'no source page: book/_ext?'})")
+    if hits and all("no source page" not in hit for hit in hits) and all(
+            "cell" in source or source.endswith("index.md") for source in sources):
+        # Only the chapters' prose is left: the chapter sessions rewrite it.
+        pytest.xfail("screen words in the chapters' text (notebook or chapter index "
+                     "cells):\n" + "\n".join(hits))
+    assert not hits, "\n".join(hits)
 
 
 def _fake_executables(tmp_path, monkeypatch, names):

@@ -15,6 +15,10 @@ book's survey instead, which typesets and checks every formula of the book's pag
 That is sound because each student page loads the same MathJax with the same
 configuration as the book's page and holds no formula the book's page does not hold
 (both checked here, on the served HTML).
+
+Each student page is also judged by axe-core (WCAG 2.1 A and AA) at 1280 and 390 px,
+in light and dark mode, as the book's pages are (tests/test_browser.py), and at
+390 px it must not scroll sideways.
 """
 
 import os
@@ -26,7 +30,17 @@ from pathlib import Path
 
 import lxml.html
 import pytest
-from test_browser import FIGURES, _Browser, _pages, _report
+from test_browser import (
+    FIGURES,
+    PAGE_SCROLL,
+    PHONE,
+    UNREACHABLE_SCROLLERS,
+    _Browser,
+    _pages,
+    _report,
+    axe_in_both_modes,
+    axe_report,
+)
 from test_pdf import print_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +91,7 @@ def student(chromium, tmp_path_factory, request):
                             env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     html = out / "student-html"
-    seen = {}
+    seen, judged = {}, {}
     browser = _Browser(chromium)
     browser.context.add_init_script(print_pdf.DEFER_TYPESETTING)  # see the module's text
     try:
@@ -85,6 +99,12 @@ def student(chromium, tmp_path_factory, request):
             record = dict(browser.open(html / page))
             record.update(browser.page.evaluate(STUDENT_PAGE))
             record["figures"] = browser.page.evaluate(FIGURES)
+            record["axe"] = axe_in_both_modes(browser.page, 1280, judged)
+            browser.page.set_viewport_size(PHONE)
+            record["phone"] = browser.page.evaluate(PAGE_SCROLL)
+            record["axe"].update(axe_in_both_modes(
+                browser.page, 390, judged,
+                unreachable=browser.page.evaluate(UNREACHABLE_SCROLLERS)))
             seen[page] = record
     finally:
         browser.close()
@@ -155,4 +175,19 @@ def test_student_edition_shows_no_solution(student):
         problems += [f"solution text: {p[:80]}" for p in leaked]
         if problems:
             failures[page] = problems
+    assert not failures, _report(failures)
+
+
+def test_no_student_page_scrolls_sideways_at_390px(student):
+    failures = {page: [f"scrollWidth {r['phone']['scrollWidth']} > clientWidth "
+                       f"{r['phone']['clientWidth']}; beyond: {r['phone']['beyond']}"]
+                for page, r in student["student"].items()
+                if r["phone"]["scrollWidth"] > r["phone"]["clientWidth"] + 1}
+    assert not failures, _report(failures)
+
+
+def test_axe_finds_no_critical_or_serious_violation_on_student_pages(student, capsys):
+    table, failures = axe_report(student["student"])
+    with capsys.disabled():
+        print("\nstudent edition: " + table)
     assert not failures, _report(failures)

@@ -1,4 +1,4 @@
-"""Benchmark: how each page of the built book reads at 1280x900.
+"""Benchmark: how each page of the built book reads at 1280x900 and on a phone.
 
 The book is lecture notes first (``DESIGN.md`` section 8): visible code should
 take at most 15 % of a page's height, and a page should be at most 12 screens
@@ -9,7 +9,13 @@ viewport of 1280x900, and prints one row per page:
 - ``code %``: the summed height of the code a reader sees without clicking
   (code-cell inputs that are not folded, and literal code blocks in the prose)
   as a share of the page's height;
-- ``screens``: the page's height divided by the viewport height (900 px).
+- ``screens``: the page's height divided by the viewport height (900 px);
+- ``phone``: the same at 390x844, a phone (issue 35's goal: at most 16 screens);
+- ``formulas``: the formulas that cross the content column, at 1280 and at 390 px
+  (``over 1280/390``; goal 0: MathJax 4 breaks them);
+- ``fig px``: the smallest figure text at 390 px, in CSS pixels (goal: about 7),
+  from the size each image's smallest text has in the image (``data-text-px``,
+  written by ``book/_ext/book_html.py``) and the scale the phone shows it at.
 
 The limits apply to the chapters' pages (``book/chN_*/``); the front and
 reference pages are listed without a verdict.
@@ -33,7 +39,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_browser import FIGURE_TEXT, FORMULAS  # noqa: E402  (the browser test's checks)
+
 VIEWPORT = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
 NOT_PAGES = {"_static", "_sources", "_images", "genindex.html", "search.html"}
 # The limits apply to the chapters' pages; the reference pages (API, bibliography)
 # are listed but not judged.
@@ -77,8 +87,8 @@ async () => {
 
 def chromium():
     """The system's Chromium, or None."""
-    candidates = [os.environ.get("CHROMIUM"), shutil.which("chromium"),
-                  shutil.which("chromium-browser")]
+    candidates = [os.environ.get("CHROMIUM"), shutil.which("chromium-headless-shell"),
+                  shutil.which("chromium"), shutil.which("chromium-browser")]
     return next((c for c in candidates if c and Path(c).is_file()), None)
 
 
@@ -98,7 +108,8 @@ def pages(html_root, only=None):
 
 
 def measure(html_root, only=None):
-    """Rows ``(page, code share, screens)`` for every page of the build."""
+    """A row per page of the build: ``(page, code share, screens at 1280, screens at
+    390, formulas over the column at 1280, at 390, smallest figure text at 390)``."""
     from playwright.sync_api import sync_playwright
 
     executable = chromium()
@@ -117,11 +128,20 @@ def measure(html_root, only=None):
                       else route.abort())
         page = context.new_page()
         for path in pages(html_root, only):
+            page.set_viewport_size(VIEWPORT)
             page.goto(path.as_uri(), wait_until="load", timeout=180_000)
             heights = page.evaluate(MEASURE)
+            wide = len(page.evaluate(FORMULAS)["overflow"])
+            page.set_viewport_size(PHONE)
+            page.evaluate("async () => { if (window.bookRelayoutMath) "
+                          "await window.bookRelayoutMath(); }")
+            phone = page.evaluate("document.documentElement.scrollHeight") / PHONE["height"]
+            narrow = len(page.evaluate(FORMULAS)["overflow"])
+            texts = [f["text"] for f in page.evaluate(FIGURE_TEXT) if f["text"] is not None]
             rows.append((path.relative_to(html_root).as_posix(),
                          heights["code"] / heights["page"],
-                         heights["page"] / VIEWPORT["height"]))
+                         heights["page"] / VIEWPORT["height"], phone, wide, narrow,
+                         min(texts) if texts else None))
         browser.close()
     return rows
 
@@ -136,34 +156,55 @@ def main():
                         help="largest share of visible code per page (default 0.15)")
     parser.add_argument("--max-screens", type=float, default=12.0,
                         help="longest page in screens of 900 px (default 12)")
+    parser.add_argument("--max-phone-screens", type=float, default=16.0,
+                        help="longest page in screens of 844 px at 390 px wide (default 16)")
+    parser.add_argument("--min-figure-text", type=float, default=6.95,
+                        help="smallest figure text at 390 px, CSS px (default 6.95)")
     parser.add_argument("--fail", action="store_true",
                         help="exit with status 1 when a page is over a limit")
     options = parser.parse_args()
     if not (options.html / "index.html").is_file():
         sys.exit(f"no built book at {options.html}: run `make book` first")
     rows = measure(options.html, options.only)
-    width = max(len(name) for name, _, _ in rows)
-    print(f"{'page':<{width}}  code %  screens  verdict")
+    width = max(len(row[0]) for row in rows)
+    print(f"{'page':<{width}}  code %  screens  phone  over 1280/390  fig px  verdict")
     over = 0
-    for name, share, screens in rows:
-        problems = []
+    for name, share, screens, phone, wide, narrow, text in rows:
+        figure = f"{text:6.1f}" if text is not None else "     -"
+        line = (f"{name:<{width}}  {100 * share:6.1f}  {screens:7.1f}  {phone:5.1f}  "
+                f"{wide:8d}/{narrow:<4d}  {figure}")
         if not CHAPTER.search(name):
-            print(f"{name:<{width}}  {100 * share:6.1f}  {screens:7.1f}  (not a chapter page)")
+            print(f"{line}  (not a chapter page)")
             continue
+        problems = []
         if share > options.max_code:
             problems.append("code")
         if screens > options.max_screens:
             problems.append("long")
+        if phone > options.max_phone_screens:
+            problems.append("long on a phone")
+        if wide or narrow:
+            problems.append("formulas")
+        if text is not None and text < options.min_figure_text:
+            problems.append("figure text")
         over += bool(problems)
-        verdict = "over: " + ", ".join(problems) if problems else "ok"
-        print(f"{name:<{width}}  {100 * share:6.1f}  {screens:7.1f}  {verdict}")
+        print(f"{line}  {'over: ' + ', '.join(problems) if problems else 'ok'}")
     chapters = [row for row in rows if CHAPTER.search(row[0])] or rows
-    shares = sorted(share for _, share, _ in chapters)
-    screens = sorted(s for _, _, s in chapters)
-    print(f"{len(chapters)} chapter pages; median code {100 * shares[len(shares) // 2]:.1f} %, "
-          f"median length {screens[len(screens) // 2]:.1f} screens; "
+
+    def median(values):
+        values = sorted(values)
+        return values[len(values) // 2]
+
+    texts = [row[6] for row in chapters if row[6] is not None]
+    code = 100 * median(r[1] for r in chapters)
+    print(f"{len(chapters)} chapter pages; median code {code:.1f} %, "
+          f"median length {median(r[2] for r in chapters):.1f} screens "
+          f"({median(r[3] for r in chapters):.1f} on a phone, longest "
+          f"{max(r[3] for r in chapters):.1f}); formulas over the column "
+          f"{sum(r[4] for r in rows)} at 1280 px, {sum(r[5] for r in rows)} at 390 px; "
+          f"smallest figure text {min(texts) if texts else float('nan'):.1f} px; "
           f"{over} over the limits ({100 * options.max_code:.0f} %, "
-          f"{options.max_screens:g} screens)")
+          f"{options.max_screens:g} screens, {options.max_phone_screens:g} on a phone)")
     return 1 if options.fail and over else 0
 
 
