@@ -9,7 +9,7 @@ under a ``pids.max`` of 48, one measures the CPU time of four busy loops under
 a ``cpu.max`` of a quarter core, one writes 300 MB into its scratch folder
 under a disk cap of 100 MB (as root, a tmpfs of its own), and an honest
 neighbour answers while they run. The driver that runs a submission's cells is
-in the submission's cgroup too, and the grader reports what it caps. Without
+in a capped cgroup of its own, and the grader reports what it caps. Without
 cgroups these tests are skipped with the reason (they fail instead when
 ``GRADER_REQUIRE_CGROUPS=1``). The last test grades without a cgroup: a loud
 warning that says what is not capped, and the row that timed out is graded
@@ -169,9 +169,9 @@ def test_the_grader_reports_every_cap(cgroups):
                                       "memory cgroup)")
 
 
-def test_the_driver_runs_in_the_submission_s_cgroup(cgroups):
-    # The driver (nbclient) is charged with the kernel: a flood of messages that grows it,
-    # or its CPU time, counts against the submission's caps, not the machine's.
+def test_the_driver_runs_in_a_capped_cgroup_of_its_own(cgroups):
+    # The driver (nbclient) is capped too: a flood of messages that grows it, or its CPU
+    # time, counts against its own caps, not the machine's; the kernel keeps its share.
     notebook = new_notebook(cells=[new_code_cell("import time\ntime.sleep(4)")],
                             metadata={"kernelspec": KERNELSPEC})
     bwrap, _ = homework.find_bwrap()
@@ -180,20 +180,25 @@ def test_the_driver_runs_in_the_submission_s_cgroup(cgroups):
         nbformat.writes(notebook).encode(), "sleep.ipynb", {}, "1" * 32,
         homework.Limits(timeout=60), bwrap=bwrap, cgroups=cgroups)))
     thread.start()
-    seen = set()
+    seen, limits = set(), set()
     try:
         while thread.is_alive() and not {"driver", "kernel"} <= seen:
             for folder in cgroups.parents[0].glob(f"grade-{os.getpid()}-*"):
                 for pid in _read(folder / "cgroup.procs").split():
                     line = _read(Path("/proc") / pid / "cmdline")
-                    seen |= {"driver"} if "_execute" in line else set()
-                    seen |= {"kernel"} if "ipykernel_launcher" in line else set()
+                    role = "driver" if "_execute" in line else \
+                        "kernel" if "ipykernel_launcher" in line else None
+                    if role:
+                        seen.add(role)
+                        limit = _read(folder / "memory.max") or \
+                            _read(folder / "memory.limit_in_bytes")
+                        limits.add((role, folder.name.endswith("-driver"), limit.strip()))
             time.sleep(0.1)
     finally:
         thread.join()
     sandbox.remove_scratch(done[0][1])
     assert done[0][0]["status"] == "ok", done[0][0]
-    assert seen == {"driver", "kernel"}
+    assert limits == {("kernel", False, str(4 << 30)), ("driver", True, str(1 << 30))}
 
 
 def _read(path):

@@ -14,7 +14,7 @@ One module per job:
   ``/dev/shm``, no network, its own PID namespace, no further user namespaces,
   ``setrlimit`` limits); the driver that runs the cells and decides the status
   runs in a second sandbox the kernel cannot see. Where the machine allows it,
-  both run in a cgroup of their own (total memory, processes, CPU share); as
+  each runs in a cgroup of its own (total memory, processes, CPU share); as
   root both run as an unprivileged user, with a tmpfs of their own as scratch
   disk. Without ``bwrap``, both are separate processes with a time limit and an
   output budget. The kernel only exports the answer variables as data.

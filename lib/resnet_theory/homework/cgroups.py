@@ -1,10 +1,11 @@
 """Caps on a submission's total resources: a cgroup per submission.
 
-Where the machine allows it, each submission (its kernel, every process the
-kernel starts, and the driver that runs its cells) runs in a cgroup of its own
-that caps their *total* memory (``memory.max``, or ``memory.limit_in_bytes``
-on cgroup v1; files written to a tmpfs are memory too), processes
-(``pids.max``) and CPU share (``cpu.max``, or ``cpu.cfs_quota_us``).
+Where the machine allows it, each submission (its kernel and every process the
+kernel starts) runs in a cgroup of its own that caps their *total* memory
+(``memory.max``, or ``memory.limit_in_bytes`` on cgroup v1; files written to a
+tmpfs are memory too), processes (``pids.max``) and CPU share (``cpu.max``, or
+``cpu.cfs_quota_us``); the driver that runs its cells runs in a second cgroup
+beside it, with caps of its own.
 :func:`find_cgroups` finds where such cgroups can be made: cgroup v2 with the
 ``memory``, ``pids`` and ``cpu`` controllers in a folder this user may write
 (root, or a subtree delegated to the user, e.g. inside ``systemd-run --user
@@ -135,8 +136,10 @@ class Cgroups:
                     removed += not folder.exists()
         return removed
 
-    def create(self, limits):
-        name = f"grade-{os.getpid()}-{secrets.token_hex(6)}"
+    def create(self, limits, role=""):
+        """A new cgroup with ``limits`` (memory, processes, CPU share); ``role`` ends
+        its name (``"driver"``)."""
+        name = f"grade-{os.getpid()}-{secrets.token_hex(6)}" + (f"-{role}" if role else "")
         folders = []
         try:
             for parent in self.parents:

@@ -24,9 +24,10 @@ and the driver are trusted:
   sandboxes, enforces the outer time limit (``timeout + 60 s``) and reads the
   exported answers.
 
-Where the machine allows it, the kernel and the driver run in one cgroup per
-submission (:mod:`resnet_theory.homework.cgroups`), which caps their *total*
-memory, processes and CPU share; as root both run as an unprivileged user and
+Where the machine allows it, the kernel runs in a cgroup per submission
+(:mod:`resnet_theory.homework.cgroups`), which caps its *total* memory,
+processes and CPU share, and the driver in a cgroup of its own beside it
+(``DRIVER_LIMITS``); as root both run as an unprivileged user and
 write into a tmpfs of their own (:mod:`resnet_theory.homework.scratch`).
 Without ``bwrap`` the kernel and the driver run as ordinary processes in their
 own sessions with the same limits except the process limit; the kernel can
@@ -162,6 +163,12 @@ class Limits:
         return int(math.ceil(self.timeout)) + 60
 
 
+#: The caps of the cgroup of each submission's driver, a cgroup of its own beside the
+#: submission's: what the kernel sends it (and its CPU time) is capped, and the kernel
+#: keeps its whole CPU share.
+DRIVER_LIMITS = Limits(memory_bytes=1 << 30, processes=64, cpus=1.0)
+
+
 def _prepare_home(box):
     """The scratch home, with the grader's Matplotlib font cache (saves a rebuild)."""
     home = box / ".home"
@@ -219,18 +226,21 @@ _STOPPING = threading.Event()
 
 
 class _Run:
-    """The processes and cgroup of one submission, so that an interrupt can stop them."""
+    """The processes and cgroups of one submission, so that an interrupt can stop them."""
 
     def __init__(self):
-        self.processes, self.cgroup = [], None
+        self.processes, self.cgroup, self.driver_cgroup = [], None, None
         with _RUNS_LOCK:
             _RUNS.add(self)
+
+    def _groups(self):
+        return [group for group in (self.cgroup, self.driver_cgroup) if group is not None]
 
     def stop(self):
         for process in self.processes:
             _kill_group(process.pid)
-        if self.cgroup is not None:
-            self.cgroup.kill()
+        for group in self._groups():
+            group.kill()
 
     def close(self):
         self.stop()
@@ -239,8 +249,8 @@ class _Run:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        if self.cgroup is not None:
-            self.cgroup.close()
+        for group in self._groups():
+            group.close()
         with _RUNS_LOCK:
             _RUNS.discard(self)
 
@@ -386,11 +396,11 @@ def _connection(scratch, bwrap):
             "kernel_name": "python3"}
 
 
-def _start(command, run, bwrap, **options):
-    """Start one of the run's processes: as the sandbox's user, in the run's cgroup."""
+def _start(command, run, bwrap, group, **options):
+    """Start one of the run's processes: as the sandbox's user, in ``group`` (a cgroup)."""
     command = as_sandbox_user(command, bwrap)
-    if run.cgroup is not None:
-        command = run.cgroup.wrap(command)
+    if group is not None:
+        command = group.wrap(command)
     process = subprocess.Popen(command, start_new_session=True, **options)
     run.processes.append(process)
     return process
@@ -432,8 +442,8 @@ def run_submission(data, name, variables, nonce, limits, *, bwrap=None, cgroups=
         A working ``bwrap`` (see :func:`find_bwrap`); ``None`` runs the kernel
         and the driver without a sandbox.
     cgroups : Cgroups, optional
-        Where to make the submission's cgroup (see :func:`find_cgroups`); the
-        kernel and the driver both run in it.
+        Where to make the submission's cgroup (see :func:`find_cgroups`), and the
+        driver's, capped by ``DRIVER_LIMITS``.
     report : sequence of int, optional
         Cells whose outputs in this run come back (the written answers).
 
@@ -474,9 +484,10 @@ def run_submission(data, name, variables, nonce, limits, *, bwrap=None, cgroups=
                     "interrupted": True}, scratch
         if cgroups is not None:
             run.cgroup = cgroups.create(limits)
+            run.driver_cgroup = cgroups.create(DRIVER_LIMITS, "driver")
         alive_read, alive_write = os.pipe()
         try:
-            _start(kernel_command(bwrap, scratch, limits, alive_write), run, bwrap,
+            _start(kernel_command(bwrap, scratch, limits, alive_write), run, bwrap, run.cgroup,
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, cwd=box,
                    env={} if bwrap else sandbox_environment(str(box)),
@@ -490,6 +501,7 @@ def run_submission(data, name, variables, nonce, limits, *, bwrap=None, cgroups=
             with open(control / "result.txt", "wb") as out, \
                     open(control / "stderr.txt", "wb") as err:
                 driver = _start(driver_command(bwrap, scratch, limits, alive_read), run, bwrap,
+                                run.driver_cgroup,
                                 stdin=subprocess.PIPE, stdout=out, stderr=err,
                                 cwd=scratch / "driver",
                                 env={} if bwrap else driver_environment(),
@@ -519,6 +531,10 @@ def run_submission(data, name, variables, nonce, limits, *, bwrap=None, cgroups=
             payload["reason"] = ("the submission used more than its memory limit of "
                                  f"{limits.memory_bytes / 2**20:.0f} MiB (all its processes "
                                  "together); " + str(payload.get("reason", "")))
+        if run.driver_cgroup is not None and run.driver_cgroup.out_of_memory():
+            payload["reason"] = ("the submission's messages made the driver use more than "
+                                 f"its memory limit of {DRIVER_LIMITS.memory_bytes >> 20} MiB; "
+                                 + str(payload.get("reason", "")))
         payload["out_of_memory"], payload["cpu_throttled"] = out_of_memory, throttled
         return payload, scratch
     finally:
