@@ -117,13 +117,15 @@ def _searchable(page):
 
     Sphinx's search summary reads the text content of ``[role="main"]``, or of
     ``[role="main"] #anchor`` for a result inside a page; every element with an id
-    is kept (as a ``div``) so that those queries find the same text as on the page.
+    is kept (as a ``div``) so that those queries find the same text as on the page,
+    and every formula (class ``math``) so that search_math.js finds it.
 
     Examples
     --------
     >>> _searchable('<div role="main"><h1 id="t">A <a class="headerlink">#</a></h1>'
-    ...             '<p>b  <em>c</em></p><script>x()</script></div>')
-    '<div role="main"><div id="t">A </div>b c</div>'
+    ...             '<p>b  <em>c</em> <span class="math notranslate">x + y</span></p>'
+    ...             '<script>x()</script></div>')
+    '<div role="main"><div id="t">A </div>b c <span class="math">x + y</span></div>'
     """
     found = lxml.html.document_fromstring(page).xpath('//*[@role="main"]')
     if not found:
@@ -141,11 +143,16 @@ def _searchable(page):
             parts.append(text(node.tail))
             return
         ident = node.get("id")
+        math = "math" in (node.get("class") or "").split()  # kept for search_math.js
         if ident:
             parts.append(f'<div id="{html.escape(ident, quote=True)}">')
+        if math:
+            parts.append(f'<{node.tag} class="math">')
         parts.append(text(node.text))
         for child in node:
             visit(child)
+        if math:
+            parts.append(f"</{node.tag}>")
         if ident:
             parts.append("</div>")
         parts.append(text(node.tail))
@@ -325,8 +332,12 @@ def _figure_links(app, body):
             # to spare); at most twice the image's own width
             width, text_px = known
             needed = min(2 * width, 1.02 * width * FIGURE_TEXT_CSS_PX / text_px)
-            extra = f' data-text-px="{text_px:.2f}" style="--book-min-width: {needed:.0f}px"'
-            tag = re.sub(r"\s*/?>$", extra + " />", tag)
+            variable = f"--book-min-width: {needed:.0f}px;"
+            if ' style="' in tag:  # a width given by the figure's directive
+                tag = tag.replace(' style="', f' style="{variable} ', 1)
+            else:
+                tag = re.sub(r"\s*/?>$", f' style="{variable}" />', tag)
+            tag = re.sub(r"\s*/?>$", f' data-text-px="{text_px:.2f}" />', tag)
         if link:  # Sphinx's own link around a scaled image: it becomes the figure's link
             return link.replace('class="', 'class="book-figure-link ', 1) + tag
         return f'<a class="book-figure-link" href="{src}">{tag}</a>'

@@ -169,13 +169,20 @@
     // titles of headings that open a page): every heading of the printed text, with
     // its section's id. Links to all of them, in a box too small to see, make
     // Chromium record the page each one lands on.
+    // Levels: the contents, the preface and each part that starts a page (a chapter,
+    // the solutions, the bibliography) at the top; the preface's sections and a
+    // chapter's sections below; a section's subsections below those. A section whose
+    // id an earlier one has (each notebook has its "takeaways") gets one of its own,
+    // so that its bookmark finds it.
     const outline = [];
+    const ids = new Set();
     for (const heading of book.querySelectorAll(
         ".print-toc > h1, section > h1, section > h2, section > h3, section > h4")) {
-      const target = heading.tagName === "H1" && heading.parentElement.classList.contains("print-toc")
-        ? heading.parentElement : heading.parentElement;
-      if (!target.id) target.id = "print-outline-" + outline.length;
-      const level = {H1: 0, H2: 0, H3: 1, H4: 2}[heading.tagName];
+      const target = heading.parentElement;
+      if (!target.id || ids.has(target.id)) target.id = "print-outline-" + outline.length;
+      ids.add(target.id);
+      const top = heading.tagName === "H1" || target.classList.contains("print-chapter");
+      const level = top ? 0 : heading.tagName === "H4" ? 2 : 1;
       outline.push({id: target.id, level, text: heading.textContent.replace(/\s+/g, " ").trim()});
     }
     const targets = el("div", "print-outline-targets");

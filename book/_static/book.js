@@ -32,12 +32,13 @@
   // Lays every formula out again for the current width (from MathJax's metrics on).
   async function relayoutMath() {
     const mj = window.MathJax;
-    if (!mj || !mj.startup || !mj.startup.promise) return;
-    await mj.startup.promise;
-    const state = mj._ && mj._.core && mj._.core.MathItem && mj._.core.MathItem.STATE;
-    const doc = mj.startup.document;
-    if (doc && state && doc.rerenderPromise) await doc.rerenderPromise(state.METRICS);
-    markScrollers();
+    if (mj && mj.startup && mj.startup.promise) {
+      await mj.startup.promise;
+      const state = mj._ && mj._.core && mj._.core.MathItem && mj._.core.MathItem.STATE;
+      const doc = mj.startup.document;
+      if (doc && state && doc.rerenderPromise) await doc.rerenderPromise(state.METRICS);
+    }
+    markScrollers();  // also on a page without formulas
   }
   window.bookRelayoutMath = relayoutMath;
 
