@@ -372,7 +372,7 @@ def _empty_bottoms(path):
             height = page.get_height()
             lowest = None
             for obj in page.get_objects():
-                left, bottom, right, top = obj.get_pos()
+                left, bottom, right, top = obj.get_bounds()
                 if top - bottom < 0.5 or bottom < bottom_margin - 1:
                     continue  # hairlines, and the footer's page number
                 lowest = bottom if lowest is None else min(lowest, bottom)
