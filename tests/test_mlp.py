@@ -102,6 +102,18 @@ def test_layer_gradient_norms_has_one_entry_per_layer():
     assert norms[2] == pytest.approx(expected)
 
 
+def test_layer_gradient_norms_with_biases_adds_the_bias_gradient():
+    net = _net(residual=False, depth=5)
+    x, y, _ = _data()
+    _, grad = loss_and_gradient(net, x, y)
+    with_biases = layer_gradient_norms(grad, biases=True)
+    expected = np.sqrt(np.sum(grad.u**2, axis=(1, 2)) + np.sum(grad.b**2, axis=1))
+    np.testing.assert_allclose(with_biases, expected, rtol=1e-12)
+    assert np.all(with_biases >= layer_gradient_norms(grad))
+    with pytest.raises(TypeError, match="biases"):
+        layer_gradient_norms(grad, biases="yes")
+
+
 def test_full_batch_training_decreases_the_loss():
     net = _net()
     x, y, _ = _data(n=20)

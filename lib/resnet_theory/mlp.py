@@ -449,13 +449,26 @@ def loss_and_gradient(net, x, y, *, loss="mse"):
     return value, gradient
 
 
-def layer_gradient_norms(gradient):
+def layer_gradient_norms(gradient, *, biases=False):
     r"""The Frobenius norm of the gradient of each hidden layer, shape (L,).
 
     For a plain layer the norm of :math:`\partial \mathcal{L} / \partial U_j`;
     for a residual block that of :math:`(\partial \mathcal{L} / \partial U_j,
-    \partial \mathcal{L} / \partial V_j)` together. Entry 0 is the layer next to
-    the input.
+    \partial \mathcal{L} / \partial V_j)` together: the weights only. With
+    ``biases=True`` the bias :math:`b_j` is included, which gives the norm of the
+    gradient with respect to all of the layer's parameters. The two can differ by
+    orders of magnitude: :math:`\partial \mathcal{L} / \partial U_j` is
+    proportional to the layer's input :math:`h_{j-1}` and
+    :math:`\partial \mathcal{L} / \partial b_j` is not, so where the forward
+    signal has collapsed the biases carry most of the gradient. Entry 0 is the
+    layer next to the input.
+
+    Parameters
+    ----------
+    gradient : MLP
+        A gradient, as returned by :func:`loss_and_gradient`.
+    biases : bool, optional
+        Include :math:`\partial \mathcal{L} / \partial b_j` (default: weights only).
 
     Examples
     --------
@@ -466,11 +479,17 @@ def layer_gradient_norms(gradient):
     >>> _, grad = loss_and_gradient(net, rng.normal(size=(6, 2)), np.ones((6, 1)))
     >>> layer_gradient_norms(grad).shape
     (5,)
+    >>> bool(np.all(layer_gradient_norms(grad, biases=True) >= layer_gradient_norms(grad)))
+    True
     """
     gradient = _check_net(gradient)
+    if not isinstance(biases, (bool, np.bool_)):
+        raise TypeError(f"biases must be True or False, got {biases!r}")
     squares = np.sum(gradient.u**2, axis=(1, 2))
     if gradient.v is not None:
         squares = squares + np.sum(gradient.v**2, axis=(1, 2))
+    if biases:
+        squares = squares + np.sum(gradient.b**2, axis=1)
     return np.sqrt(squares)
 
 
@@ -620,12 +639,14 @@ def _stacked_forward(params, x, sigma, kind, residual):
     w_in, b_in, u, b = params["w_in"], params["b_in"], params["u"], params["b"]
     hs, zs, acts, inv_stds = [x @ w_in.transpose(0, 2, 1) + b_in[:, None, :]], [], [], []
     axis = None if kind is None else _NORM_AXIS[kind] + 1
+    # np.add.reduce(.) / count is np.mean, to the last bit, without its overhead
+    count = None if kind is None else hs[0].shape[axis]
     for j in range(u.shape[1]):
         z = hs[-1] @ u[:, j].transpose(0, 2, 1) + b[:, j, None, :]
         if kind is not None:
-            centred = z - z.mean(axis=axis, keepdims=True)
-            inv_std = 1.0 / np.sqrt(np.mean(centred**2, axis=axis, keepdims=True)
-                                    + _NORM_EPS)
+            centred = z - np.add.reduce(z, axis=axis, keepdims=True) / count
+            inv_std = 1.0 / np.sqrt(np.add.reduce(centred**2, axis=axis, keepdims=True)
+                                    / count + _NORM_EPS)
             z = centred * inv_std
             inv_stds.append(inv_std)
         a = sigma(z)
@@ -653,6 +674,7 @@ def _stacked_gradient(params, x, y, net, sigma, dsigma):
     g_u, g_b = np.empty_like(u), np.empty_like(params["b"])
     g_v = np.empty_like(params["v"]) if residual else None
     axis = None if kind is None else _NORM_AXIS[kind] + 1
+    count = None if kind is None else hs[0].shape[axis]
     for j in reversed(range(u.shape[1])):
         if residual:
             g_v[:, j] = delta.transpose(0, 2, 1) @ acts[j]
@@ -661,8 +683,9 @@ def _stacked_gradient(params, x, y, net, sigma, dsigma):
             dz = delta * dsigma(zs[j], acts[j])
         if kind is not None:
             z_hat = zs[j]
-            dz = inv_stds[j] * (dz - dz.mean(axis=axis, keepdims=True)
-                                - z_hat * np.mean(dz * z_hat, axis=axis, keepdims=True))
+            dz = inv_stds[j] * (dz - np.add.reduce(dz, axis=axis, keepdims=True) / count
+                                - z_hat * (np.add.reduce(dz * z_hat, axis=axis,
+                                                         keepdims=True) / count))
         g_u[:, j] = dz.transpose(0, 2, 1) @ hs[j]
         g_b[:, j] = dz.sum(axis=1)
         delta = delta + dz @ u[:, j] if residual else dz @ u[:, j]
