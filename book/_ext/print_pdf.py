@@ -126,7 +126,7 @@ def _add_outline(writer, tree, parent=None, offset=0, keep=None):
                 _add_outline(writer, children, parent, offset, keep)
                 continue
             index = keep[index]
-        item = writer.add_outline_item(title, index - offset, parent=parent)
+        item = writer.add_outline_item(title=title, page_number=index - offset, parent=parent)
         _add_outline(writer, children, item, offset, keep)
 
 
