@@ -98,9 +98,10 @@ def scaling_schedule(depth, schedule="geometric", *, first=None) -> np.ndarray:
         1 - a_1^{1/(m-1)} \approx \frac{\log(1/a_1)}{m - 1}
         = \frac{\log m}{m - 1} \quad (a_1 = 1/m),
 
-    and the first is :math:`a_1 = 1/m`: this schedule gives the
-    :math:`O(\log m / m)` stated on the slides of Bartlett's talk, while equal
-    steps give :math:`O(1/m)`.
+    and the first is :math:`a_1 = 1/m`: this schedule reproduces the rate
+    :math:`O(\log m / m)` stated on the slides of Bartlett's talk (which scales
+    the slides' proof takes, they do not say), while equal steps give
+    :math:`O(1/m)`.
 
     Examples
     --------
