@@ -1043,7 +1043,8 @@ def test_the_keyboard_opens_and_closes_the_phone_s_drawers(reader, toggle, drawe
     assert not errors
 
 
-SEARCH_DIALOG_OPEN = "() => { const d = document.getElementById('pst-search-dialog'); return !!d && d.open; }"
+SEARCH_DIALOG_OPEN = ("() => { const d = document.getElementById('pst-search-dialog');"
+                      " return !!d && d.open; }")
 
 
 def test_the_keyboard_searches_the_book(reader):
