@@ -2,12 +2,12 @@
 
 One folder is graded whole, and again as three shards (``--shard K/3``, each
 into a folder of its own, as three Slurm array tasks would); ``merge`` combines
-the shards. The class mixes notebooks that run (a right answer, a wrong one, a
-written answer with code) with rows that do not (an unreadable notebook, two
-copies of one notebook, an empty folder), so that every kind of row crosses the
-merge. The merged results are those of the whole run, file for file. A missing
-shard (a gap), a shard given twice (an overlap) and a shard of another split
-are refused.
+the shards. The class mixes a notebook that runs (a right answer and a written
+answer with code) with rows that do not (a notebook outside the assignment, a
+link, an unreadable notebook, two copies of one notebook, an empty folder), so
+that every kind of row crosses the merge. The merged results are those of the
+whole run, file for file. A missing shard (a gap), a shard given twice (an
+overlap) and a shard of another split are refused.
 """
 
 import shutil
@@ -46,12 +46,13 @@ def graded(tmp_path_factory):
     assignment = base / "assignment" / "example.ipynb"
     _write(assignment, AUTO, new_code_cell("ex_shamir_trap_depth_answer = 0.25"), WRITTEN)
     folder = base / "submissions"
-    right, wrong, written, unreadable, twice, empty = _names()
+    right, other, absent, unreadable, twice, empty = _names()
     _write(folder / right / "example.ipynb", AUTO,
-           new_code_cell("ex_shamir_trap_depth_answer = 0.25"))
-    _write(folder / wrong / "example.ipynb", AUTO,
-           new_code_cell("ex_shamir_trap_depth_answer = 0.5"))
-    _write(folder / written / "example.ipynb", AUTO, WRITTEN, new_code_cell("print(6 * 7)"))
+           new_code_cell("ex_shamir_trap_depth_answer = 0.25"), WRITTEN,
+           new_code_cell("print(6 * 7)"))
+    _write(folder / other / "other.ipynb", AUTO)  # not a notebook of the assignment
+    (folder / absent).mkdir()
+    (folder / absent / "example.ipynb").symlink_to(assignment)
     (folder / unreadable).mkdir()
     (folder / unreadable / "example.ipynb").write_text("{ not json")
     for path in (folder / twice / "example.ipynb", folder / twice / "v2" / "example.ipynb"):

@@ -8,6 +8,7 @@ submission removed scores 0 with "exercise removed".
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,10 +53,16 @@ class Assignment:
 
     def written(self):
         """``label -> (notebook key, statement)`` of the exercises marked by hand."""
+        return dict(self._written)
+
+    @functools.cached_property
+    def _written(self):
         if self.statements is not None:
             return dict(self.statements)
         found = {}
-        for key, (_, auto, _, path) in self.notebooks.items():
+        for key, (_, auto, labels, path) in self.notebooks.items():
+            if all(label in auto for label in labels):
+                continue  # no exercise marked by hand: nothing to read
             notebook = nbformat.read(path, as_version=4)
             for label, statement in _statements(notebook).items():
                 if label not in auto:
