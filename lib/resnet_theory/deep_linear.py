@@ -427,6 +427,13 @@ def imbalances(thetas):
     *balanced*; the identity and the factors of
     :func:`resnet_theory.deep_linear.balanced_factorization` are.
 
+    The conservation law is due to Du, Hu and Lee (2018, arXiv:1806.00900),
+    who prove that gradient flow keeps the differences of the layers' squared
+    norms (for linear layers, the traces :math:`\operatorname{tr} D_i`)
+    constant, and to Arora, Cohen and Hazan (2018, arXiv:1802.06509), whose
+    balanced flow (:func:`resnet_theory.deep_linear.balanced_flow_velocity`)
+    rests on the matrix form.
+
     Parameters
     ----------
     thetas : array_like, shape (L, d, d)
