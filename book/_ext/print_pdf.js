@@ -183,7 +183,13 @@
       ids.add(target.id);
       const top = heading.tagName === "H1" || target.classList.contains("print-chapter");
       const level = top ? 0 : heading.tagName === "H4" ? 2 : 1;
-      outline.push({id: target.id, level, text: heading.textContent.replace(/\s+/g, " ").trim()});
+      // a bookmark holds plain text: formulas as search_math.js writes them in snippets
+      const copy = heading.cloneNode(true);
+      for (const math of copy.querySelectorAll(".math")) {
+        const tex = math.textContent.trim().replace(/^\\\(|\\\)$/g, "");
+        math.textContent = window.bookTexToText ? window.bookTexToText(tex) : tex;
+      }
+      outline.push({id: target.id, level, text: copy.textContent.replace(/\s+/g, " ").trim()});
     }
     const targets = el("div", "print-outline-targets");
     targets.setAttribute("aria-hidden", "true");
@@ -214,6 +220,9 @@
       exercises: book.querySelectorAll("div.exercise").length,
       solutions,
       figures: book.querySelectorAll("figure img, .cell_output img").length,
+      // drawn as vector graphics, not as images
+      svgFigures: [...book.querySelectorAll("figure img, .cell_output img")]
+        .filter((img) => /\.svg$/i.test(img.getAttribute("src") || "")).length,
     };
   };
 

@@ -256,6 +256,8 @@ def print_book(html_dir, out_dir, *, chromium=None, chapters=range(1, 6), log=pr
                                    timeout=120_000)
             page.evaluate("async () => { await MathJax.startup.promise; }")
             page.add_style_tag(path=str(HERE / "print.css"))
+            # bookmarks spell formulas as the search snippets do (bookTexToText)
+            page.add_script_tag(path=str(HERE.parent / "_static" / "search_math.js"))
             page.add_script_tag(path=str(HERE / "print_pdf.js"))
             page.emulate_media(media="print")
             log(f"loaded in {time.monotonic() - start:.0f} s")
