@@ -29,14 +29,29 @@
     }
   }
 
-  // Lays every formula out again for the current width (from MathJax's metrics on).
+  // Lays the display formulas out again for the current width (from MathJax's
+  // metrics on). Inline formulas need nothing: MathJax marks where they may break
+  // and the browser breaks them wherever the line ends.
   async function relayoutMath() {
     const mj = window.MathJax;
     if (mj && mj.startup && mj.startup.promise) {
       await mj.startup.promise;
       const state = mj._ && mj._.core && mj._.core.MathItem && mj._.core.MathItem.STATE;
       const doc = mj.startup.document;
-      if (doc && state && doc.rerenderPromise) await doc.rerenderPromise(state.METRICS);
+      if (doc && state && doc.rerenderPromise && doc.math) {
+        const all = Array.from(doc.math);
+        const displays = all.filter((item) => item.display);
+        if (displays.length) {
+          doc.math.clear();  // only the displays are laid out again
+          displays.forEach((item) => doc.math.push(item));
+          try {
+            await doc.rerenderPromise(state.METRICS);
+          } finally {
+            doc.math.clear();
+            all.forEach((item) => doc.math.push(item));
+          }
+        }
+      }
     }
     markScrollers();  // also on a page without formulas
   }
