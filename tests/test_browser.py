@@ -333,7 +333,10 @@ SIDEBARS = r"""
 AXE_RUN = r"""
 async ([rules, tags]) => {
   const runOnly = rules ? {type: 'rule', values: rules} : {type: 'tag', values: tags};
-  const result = await axe.run(document, {runOnly, resultTypes: ['violations']});
+  // preload: false: axe-core would fetch the page's stylesheets again with
+  // XMLHttpRequest, which the browser forbids on file:// (a console error per sheet)
+  const result = await axe.run(document, {runOnly, resultTypes: ['violations'],
+                                          preload: false});
   return result.violations.map(v => ({
     id: v.id, impact: v.impact, count: v.nodes.length,
     where: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': '

@@ -101,6 +101,9 @@ def student(chromium, tmp_path_factory, request):
             record["figures"] = browser.page.evaluate(FIGURES)
             record["axe"] = axe_in_both_modes(browser.page, 1280, judged)
             browser.page.set_viewport_size(PHONE)
+            # what book.js does after a change of width (its own call waits 250 ms)
+            browser.page.evaluate("async () => { if (window.bookRelayoutMath) "
+                                  "await window.bookRelayoutMath(); }")
             record["phone"] = browser.page.evaluate(PAGE_SCROLL)
             record["axe"].update(axe_in_both_modes(
                 browser.page, 390, judged,
