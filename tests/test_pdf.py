@@ -1,4 +1,6 @@
-"""The printed edition: ``make pdf`` writes the book and five exercise sheets.
+"""The printed edition: ``make pdf`` writes the book, one PDF per chapter and five
+exercise sheets: bookmarks single and clean, no page more than a third empty but a
+part's last, and no word of the printed prose that names a screen control.
 
 The fixture does what ``make pdf`` does, into a temporary folder: the one-page
 HTML build (``jupyter-book build --builder singlehtml``), then
