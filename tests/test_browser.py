@@ -605,6 +605,11 @@ def axe_in_both_modes(page, width, judged, plan=AXE_PLAN, unreachable=()):
     return found
 
 
+# What book.js does after the window's width changes (it waits 250 ms for the last
+# change first): display formulas laid out again, sideways scrollers marked.
+RELAYOUT = "async () => { if (window.bookRelayoutMath) await window.bookRelayoutMath(); }"
+
+
 def _survey_book(browser, html_root):
     """Visit every page of the built book and return what each check needs."""
     survey, judged = {}, {}
@@ -622,8 +627,7 @@ def _survey_book(browser, html_root):
         # The phone: the same page at 390 px, its formulas laid out again for the new
         # width as book.js does when a reader's window changes width.
         browser.page.set_viewport_size(PHONE)
-        browser.page.evaluate("async () => { if (window.bookRelayoutMath) "
-                              "await window.bookRelayoutMath(); }")
+        browser.page.evaluate(RELAYOUT)
         result["phone"] = browser.page.evaluate(PAGE_SCROLL)
         result["formulas_390"] = browser.page.evaluate(FORMULAS)
         result["figure_text"] = browser.page.evaluate(FIGURE_TEXT)
@@ -634,6 +638,7 @@ def _survey_book(browser, html_root):
         browser.page.evaluate(UNTYPESET)
         result["axe"] = axe_in_both_modes(browser.page, 390, judged, unreachable=unreachable)
         browser.page.set_viewport_size(DESKTOP)
+        browser.page.evaluate(RELAYOUT)  # as book.js does 250 ms after the change
         result["axe"].update(axe_in_both_modes(browser.page, 1280, judged))
         survey[page] = result
     return survey
