@@ -19,7 +19,7 @@ def ex_im_rotation_depth():
 @exercise_check("ex-im-count", form=Integer(low=1), compare=Exact())
 def ex_im_count():
     """The number of parameters of the blocks and the output block of the
-    expressivity construction for n = 1000, k = 50, r = 10.
+    expressivity construction for n = 1000, k = 40, r = 10.
 
     A positive whole number, compared with the answer key exactly.
     """
