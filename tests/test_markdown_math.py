@@ -139,7 +139,4 @@ def test_figure_captions_write_their_formulas_as_math():
                                                for piece in tex_left_in_text(caption)]
                 if found:
                     failures.append(f"{path.relative_to(ROOT)} cell {index}: {found}")
-    if failures:
-        # The captions are the chapters' text, rewritten by the chapters' sessions.
-        pytest.xfail("captions written in ASCII instead of $...$ (notebook text, to be "
-                     "fixed in the notebooks):\n" + "\n".join(failures))
+    assert not failures, "captions with ASCII mathematics:\n" + "\n".join(failures)
