@@ -47,6 +47,26 @@ def test_gradient_matches_finite_differences(seed, depth, d):
     np.testing.assert_allclose(risk_gradient(factors, target, covariance), numeric, atol=1e-5)
 
 
+def test_gradient_is_the_documented_product_and_not_the_printed_order():
+    # the docstring's formula, factor by factor:
+    # 2 (I + A_{i+1}^T)...(I + A_l^T) E Sigma (I + A_1^T)...(I + A_{i-1}^T);
+    # the paper's (2.5) reverses the order on each side
+    factors, target, covariance = problem(0, 4, 3, scale=1.0)
+    eye = np.eye(3)
+    error = near_identity_product(factors) - target
+    grad = risk_gradient(factors, target, covariance)
+    for i in range(4):  # layer i + 1
+        later = [(eye + a).T for a in factors[i + 1:]]  # A_{i+2}^T, ..., A_l^T
+        earlier = [(eye + a).T for a in factors[:i]]  # A_1^T, ..., A_i^T
+        documented = 2 * np.linalg.multi_dot([eye, *later, error, covariance, *earlier, eye])
+        np.testing.assert_allclose(grad[i], documented, atol=1e-10)
+        printed = 2 * np.linalg.multi_dot(
+            [eye, *later[::-1], error, covariance, *earlier[::-1], eye]
+        )
+        if len(later) >= 2 or len(earlier) >= 2:
+            assert np.linalg.norm(printed - grad[i]) > 1e-3 * np.linalg.norm(grad[i])
+
+
 @settings(max_examples=20)
 @given(seed=st.integers(0, 10_000), depth=st.integers(1, 5), d=st.integers(1, 3))
 def test_standard_gradient_matches_finite_differences(seed, depth, d):

@@ -207,18 +207,24 @@ def risk_gradient(factors, target, covariance) -> np.ndarray:
 
     Notes
     -----
+    With :math:`E = (I + A_\ell) \cdots (I + A_1) - R`,
+
     .. math::
 
         \frac{\partial f}{\partial A_i}
-        = 2 (I + A_\ell^\top) \cdots (I + A_{i+1}^\top)\, E\, \Sigma\,
-          (I + A_{i-1}^\top) \cdots (I + A_1^\top)
+        = 2 (I + A_{i+1}^\top) \cdots (I + A_\ell^\top)\, E\, \Sigma\,
+          (I + A_1^\top) \cdots (I + A_{i-1}^\top)
+        = 2\, S_i^\top E \Sigma P_{i-1}^\top ,
 
-        \frac{\partial f}{\partial A_i} = 2\, S_i^\top E \Sigma P_{i-1}^\top ,
-
-    with the prefix and suffix products of
-    :func:`resnet_theory.linear_residual.prefix_products` and
-    :func:`resnet_theory.linear_residual.suffix_products`; the cost is
-    :math:`O(\ell d^3)`.
+    with :math:`S_i = (I + A_\ell) \cdots (I + A_{i+1})` and
+    :math:`P_{i-1} = (I + A_{i-1}) \cdots (I + A_1)`, the suffix and prefix
+    products of :func:`resnet_theory.linear_residual.suffix_products` and
+    :func:`resnet_theory.linear_residual.prefix_products`; the cost is
+    :math:`O(\ell d^3)`. The paper's (2.5) prints the transposed factors in
+    the reverse order, :math:`(I + A_\ell^\top) \cdots (I + A_{i+1}^\top)` on
+    the left and :math:`(I + A_{i-1}^\top) \cdots (I + A_1^\top)` on the
+    right, which is not the gradient once a side holds two factors that do
+    not commute.
 
     References
     ----------
@@ -373,7 +379,8 @@ def gradient_lower_bound(factors, target, covariance, tau, *, noise_variance=1.0
     :math:`(1-\tau)^{\ell-1}` without squaring the power), and with
     :math:`\Sigma = s I`, :math:`s > 1`, it fails at :math:`A = 0` by the
     factor :math:`1/s` (the proof uses :math:`\|E\|_F^2 \ge
-    \|E\Sigma^{1/2}\|_F^2`, true only when :math:`\sigma_{\max}(\Sigma) \le 1`).
+    \|E\Sigma^{1/2}\|_F^2`, which holds for every :math:`E` only when
+    :math:`\sigma_{\max}(\Sigma) \le 1`).
 
     Each factor of :math:`S_i` and :math:`P_{i-1}` has smallest singular value at
     least :math:`1 - \tau`, so
