@@ -76,7 +76,7 @@ PORTABLE_CORETYPES ?= Prescott Sandybridge
 PDF_DIR  := _build/pdf
 CHROMIUM ?= $(shell command -v chromium-headless-shell 2>/dev/null || command -v chromium 2>/dev/null || command -v chromium-browser 2>/dev/null)
 
-.PHONY: help book site pdf test test-portable lab lint clean student grade merge-marks notebooks \
+.PHONY: help book site pdf slides test test-portable lab lint clean student grade merge-marks notebooks \
 	answer-key
 
 help:
@@ -86,6 +86,8 @@ help:
 	@echo "               notebooks and their Colab editions, the library's wheel);"
 	@echo "               REPO_URL=<fork> SITE_URL=<address> for a fork"
 	@echo "make pdf    print the book and one exercise sheet per chapter into _build/pdf"
+	@echo "make slides one lecture deck per chapter into _build/slides (reveal.js, offline;"
+	@echo "               printed to PDF, one slide a page, when Chromium is installed)"
 	@echo "make test   run the whole suite (library, doctests, notebooks, book build)"
 	@echo "make test-portable  re-run every notebook under nbval with the OpenBLAS"
 	@echo "               kernels of other CPUs ($(PORTABLE_CORETYPES))"
@@ -161,6 +163,16 @@ pdf: $(STAMP)
 	@test -n "$(strip $(CHROMIUM))" || { echo "make pdf needs Chromium: apt-get install chromium-headless-shell (or chromium; or CHROMIUM=<path>)" >&2; exit 1; }
 	$(BIN)/jupyter-book build --builder singlehtml $(JB_FLAGS) .
 	CHROMIUM="$(CHROMIUM)" $(BIN)/python book/_ext/print_pdf.py _build/singlehtml $(PDF_DIR)
+
+# Lecture slides: `make slides` builds the HTML book (only what changed) and then one
+# reveal.js deck per chapter from the notebooks' statements, tagged figures and exercises
+# (book/_ext/slides.py) into _build/slides/slides-ch<N>.html, and with Chromium prints
+# each to slides-ch<N>.pdf, one slide a page. The decks open from disk, with no network.
+slides: $(STAMP)
+	@mkdir -p _build
+	$(call timed,building the HTML book (only what changed),$(BIN)/jupyter-book build $(JB_FLAGS) . > _build/book-build.log 2>&1 || { tail -40 _build/book-build.log; exit 1; })
+	CHROMIUM="$(CHROMIUM)" $(BIN)/python book/_ext/slides.py build --html _build/html \
+		--out _build/slides $(if $(strip $(CHROMIUM)),--pdf)
 
 test: $(STAMP)
 	$(PYTEST)
