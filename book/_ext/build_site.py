@@ -15,6 +15,9 @@ The folder holds
   download, and ``colab/book/``, ``colab/student/``: their Colab editions
   (``book/_ext/editions.py``), which the publishing workflow also pushes to the branch
   ``colab`` for the pages' Colab buttons;
+- ``slides/``: one lecture deck per chapter (``book/_ext/slides.py``, reveal.js and the
+  book's MathJax, linked to the book's pages), printed to PDF beside it when the site
+  has its printed edition (``--pdf``);
 - the library as a wheel (``resnet_theory-<version>-py3-none-any.whl``), which the Colab
   editions install, and ``downloads.html``, a page listing all of it;
 - ``404.html`` for the host's "page not found", and ``.nojekyll``.
@@ -54,6 +57,7 @@ sys.path.insert(0, str(HERE))
 
 import editions  # noqa: E402
 import site_links  # noqa: E402
+import slides  # noqa: E402
 
 
 def pages_url(repo_url):
@@ -206,7 +210,7 @@ li {{ margin: 0.2rem 0; }}
 """
 
 
-def _downloads_page(written, wheel_name, pdfs):
+def _downloads_page(written, wheel_name, pdfs, decks=None):
     rows = []
     for relative in written["book"]:
         name = relative.as_posix()
@@ -220,11 +224,21 @@ def _downloads_page(written, wheel_name, pdfs):
             + "</li>")
     pdf_items = "".join(f'<li><a href="pdf/{html.escape(p)}">{html.escape(p)}</a></li>'
                         for p in pdfs) or "<li>(not built: no Chromium when the site was made)</li>"
+    deck_items = "".join(
+        f'<li><a href="slides/{html.escape(name)}">Chapter {number}</a>'
+        + (f', <a href="slides/{html.escape(pdf)}">PDF</a>' if pdf else "")
+        + f" ({count} slides)</li>"
+        for number, (name, count, pdf) in enumerate(decks or [], start=1)) \
+        or "<li>(not built)</li>"
     body = f"""<h1>Near the Identity: downloads</h1>
 <p><a href="index.html">The book</a> &middot; <a href="student/index.html">the student
 edition</a> (exercises without solutions)</p>
 <h2>Printed edition</h2>
 <ul>{pdf_items}</ul>
+<h2>Lecture slides</h2>
+<p>One deck per chapter, made from the notebooks' statements, figures and exercises
+(reveal.js: arrow keys to move, S for the speaker view with the notes, or print it).</p>
+<ul>{deck_items}</ul>
 <h2>Notebooks</h2>
 <p>Each notebook in the book's edition (with solutions), the student edition (without),
 and their Colab editions (plain Markdown that Colab renders, numbered as in the book).
@@ -290,19 +304,27 @@ def build_site(out, *, root=ROOT, repo_url=None, site_url=None, pdf_dir=None, st
                                   out, out / "student", out, site_url, wheel_url, macros,
                                   root / "book" / "references.bib")
         _done(start)
+        start = _step("building the lecture decks")
+        counts = slides.build_decks(staging / "_build" / "html", out / "slides", book_url="../",
+                                    mathjax_url="../_static/mathjax/tex-chtml.js",
+                                    pdf=bool(pdf_dir and Path(pdf_dir).is_dir()), root=staging)
+        decks = [(name, count, name.replace(".html", ".pdf")
+                  if (out / "slides" / name.replace(".html", ".pdf")).is_file() else "")
+                 for name, count in counts.items()]
+        _done(start)
         pdfs = []
         if pdf_dir and Path(pdf_dir).is_dir():
             (out / "pdf").mkdir()
             for pdf in sorted(Path(pdf_dir).glob("*.pdf")):
                 shutil.copy2(pdf, out / "pdf" / pdf.name)
                 pdfs.append(pdf.name)
-        (out / "downloads.html").write_text(_downloads_page(written, wheel_name, pdfs),
+        (out / "downloads.html").write_text(_downloads_page(written, wheel_name, pdfs, decks),
                                             encoding="utf-8")
         (out / "404.html").write_text(_not_found_page(site_url), encoding="utf-8")
         (out / ".nojekyll").write_text("", encoding="utf-8")
         summary = {"site_url": site_url, "repo_url": repo_url, "wheel": wheel_name,
                    "notebooks": {k: [p.as_posix() for p in v] for k, v in written.items()},
-                   "pdfs": pdfs}
+                   "pdfs": pdfs, "slides": counts}
         (out / "site.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
         return summary
     finally:
