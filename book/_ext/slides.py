@@ -277,7 +277,10 @@ def notebook_items(notebook, name):
                 more.append(rest.pop(0).text)
             kind = "title" if index == 0 or (heading and heading[0].startswith("# ")) \
                 else "takeaways"
-            notes = "\n\n".join(more) or before(index, 0)
+            # the opening's notes: the rest of its cell, else the next paragraph; the
+            # takeaways': the paragraph that closes the section before them
+            notes = "\n\n".join(more) or (after(index, len(parts)) if kind == "title"
+                                           else before(index, 0))
             items.append(Item(kind, key, "\n\n".join(heading + body), notes, index))
         for number, block in enumerate(parts):
             if block.kind != "directive":
@@ -537,18 +540,23 @@ def _resources(root, macros, mathjax_url):
     }
     reveal = {"width": WIDTH, "height": HEIGHT, "margin": 0.03, "center": False,
               "hash": True, "controls": True, "progress": True, "slideNumber": "c/t",
+              # numbers in print only: on screen the number is a link to "#/3", not an anchor
+              "showSlideNumber": "print",
               "transition": "none", "viewDistance": 100, "mobileViewDistance": 100,
               "pdfMaxPagesPerSlide": 1, "pdfSeparateFragments": False}
     return {"deck": {"mathjax": mathjax, "mathjax_url": mathjax_url, "css": CSS,
                      "reveal": reveal}}
 
 
-def build_decks(html_root, out, *, book_url=None, pdf=False, root=ROOT, chromium=None):
+def build_decks(html_root, out, *, book_url=None, mathjax_url=None, pdf=False, root=ROOT,
+                chromium=None):
     """Build one deck per chapter into ``out``; return ``{deck file: slide count}``.
 
     ``html_root`` is the HTML build of the book (its numbers and titles);
     ``book_url`` is where the decks link to the book, relative to ``out``
-    (default: the relative path from ``out`` to ``html_root``).
+    (default: the relative path from ``out`` to ``html_root``); ``mathjax_url`` is the
+    book's MathJax (``tex-chtml.js``) relative to ``out`` (default: a copy in
+    ``out/mathjax``).
     """
     import os
 
@@ -556,7 +564,8 @@ def build_decks(html_root, out, *, book_url=None, pdf=False, root=ROOT, chromium
     if book_url is None:
         book_url = os.path.relpath(html_root, out).replace(os.sep, "/") + "/"
     out.mkdir(parents=True, exist_ok=True)
-    for folder, source in (("revealjs", REVEAL), ("mathjax", MATHJAX)):
+    copies = [("revealjs", REVEAL)] + ([("mathjax", MATHJAX)] if mathjax_url is None else [])
+    for folder, source in copies:
         if (out / folder).exists():
             shutil.rmtree(out / folder)
         shutil.copytree(source, out / folder, ignore=shutil.ignore_patterns("VENDORED.txt"))
@@ -571,7 +580,7 @@ def build_decks(html_root, out, *, book_url=None, pdf=False, root=ROOT, chromium
     for number, (index_doc, notebooks) in enumerate(chapters(root), start=1):
         notebook = deck_notebook(number, index_doc, notebooks, converter, figures, "figures",
                                  root)
-        resources = _resources(root, _macros(root), "mathjax/tex-chtml.js")
+        resources = _resources(root, _macros(root), mathjax_url or "mathjax/tex-chtml.js")
         resources["metadata"] = {"name": f"slides-ch{number}"}
         body, _ = exporter.from_notebook_node(notebook, resources=resources)
         name = f"slides-ch{number}.html"
