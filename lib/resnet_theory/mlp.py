@@ -52,8 +52,11 @@ means taken along the normalised axis). In the plain network the signal is
 multiplied by :math:`L` random Jacobians, and its size drifts by a random factor
 at every layer; in the residual network the identity term carries it, and each
 block changes it by the factor :math:`(I + E_j)^\top`, with
-:math:`E_j = V_j \operatorname{diag}(\sigma'(z_j)) U_j` small at the default
-initialisation. Chapter 1 of the book measures both.
+:math:`E_j = V_j \operatorname{diag}(\sigma'(z_j)) U_j` and
+:math:`\|E_j\| \le \|V_j\|\,\|U_j\|`, of order :math:`1/\sqrt L` at the
+default initialisation of :func:`init_mlp` (the entries of :math:`V_j` have
+standard deviation :math:`1/\sqrt{kL}`): of order one in shallow networks,
+small only in deep ones. Chapter 1 of the book measures both.
 
 Reference: K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image
 recognition", CVPR 2016, arXiv:1512.03385; S. Ioffe and C. Szegedy, "Batch
