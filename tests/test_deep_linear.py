@@ -604,6 +604,27 @@ def test_check_ex_dl_balanced_rejects_unbalanced_factorization_with_a_reason():
     assert "singular values" in result.reason
 
 
+def test_check_ex_dl_balanced_rejects_shared_unequal_singular_values():
+    """Factors with the singular values (2, 2^(-1/3)) each can multiply to the target;
+    they are not the balanced factorisation the exercise asks for."""
+    target = np.array([[0.0, -2.0], [2.0, 0.0]])
+    a, b = 2.0, 2.0 ** (-1 / 3)
+    # A_2 = D R(phi)^T with D = diag(a, b); phi makes A_3 = T A_1^-1 A_2^-1 share
+    # the singular values: ||2 D^-1 R(phi) D^-1||_F^2 = a^2 + b^2
+    lo, hi = 2 / (a * b) ** 2, 1 / a**4 + 1 / b**4
+    phi = np.arccos(np.sqrt(((a * a + b * b) / 4 - lo) / (hi - lo)))
+    rot = np.array([[np.cos(phi), np.sin(phi)], [-np.sin(phi), np.cos(phi)]])
+    a1 = np.diag([a, b])
+    a2 = a1 @ rot
+    a3 = target @ np.linalg.inv(a2 @ a1)
+    factors = np.stack([a1, a2, a3])
+    assert np.allclose(a3 @ a2 @ a1, target)
+    assert np.allclose(np.linalg.svd(factors, compute_uv=False), [a, b])
+    result = checks.ex_dl_balanced(factors)
+    assert not result
+    assert "2^(1/3)" in result.reason
+
+
 def test_check_ex_dl_balanced_rejects_wrong_product_and_junk():
     a = np.array([[0.0, -2.0], [2.0, 0.0]])
     wrong = balanced_factorization(a.T, 3)

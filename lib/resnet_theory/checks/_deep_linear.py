@@ -10,26 +10,33 @@ __all__ = ["ex_dl_balanced", "ex_dl_step_size", "ex_dl_measure_rate"]
 
 #: The matrix of the exercise's statement: twice the rotation by a quarter turn.
 _BALANCED_TARGET = np.array([[0.0, -2.0], [2.0, 0.0]])
+#: The singular values of every factor of a balanced factorisation of it into three.
+_BALANCED_ROOT = 2.0 ** (1 / 3)
 
 
 @exercise_check("ex-dl-balanced", form=RealArray((3, 2, 2)))
 def ex_dl_balanced(factors):
-    """A balanced factorisation of 2 x (quarter turn) into three 2x2 factors.
+    r"""A balanced factorisation of 2 x (quarter turn) into three 2x2 factors.
 
     A property check (it needs no answer key, since the exercise has many
     right answers): the product ``factors[2] @ factors[1] @ factors[0]`` is the
-    target of the statement and all factors have the same singular values,
-    both within 1e-6.
+    target of the statement and every factor has the singular values
+    :math:`\sigma_j(A)^{1/3}`, here :math:`2^{1/3}` twice, both within 1e-6.
+    Factors that share unequal singular values (for instance :math:`2` and
+    :math:`2^{-1/3}` each) can multiply to the target too; they are not
+    balanced in this sense and are rejected.
     """
     prod = factors[2] @ factors[1] @ factors[0]
     if not np.allclose(prod, _BALANCED_TARGET, atol=1e-6):
         return False, ("the product factors[2] @ factors[1] @ factors[0] is not the target "
                        "matrix (check the order: factors[0] is applied first)")
     singular = np.linalg.svd(factors, compute_uv=False)
-    if not np.allclose(singular, singular[0, 0], atol=1e-6):
-        return False, ("the product is right, but the factors' singular values are not all "
-                       "equal, so the factorisation is not balanced")
-    return True, "the factors multiply to the target and all have the same singular values"
+    if not np.allclose(singular, _BALANCED_ROOT, atol=1e-6):
+        return False, ("the product is right, but not every factor has the singular values "
+                       "2^(1/3), 2^(1/3) (the cube roots of the target's singular values 2, 2), "
+                       "so the factorisation is not balanced")
+    return True, ("the factors multiply to the target and each has the singular values "
+                  "2^(1/3), 2^(1/3)")
 
 
 @exercise_check("ex-dl-step-size", form=RealArray((5,), low=0.005, high=2.0),
