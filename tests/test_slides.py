@@ -246,6 +246,7 @@ MEASURE = r"""() => {
   }
   const scale = Reveal.getScale();
   return {index: Reveal.getIndices().h, last: Reveal.isLastSlide(),
+          font: parseFloat(getComputedStyle(s).fontSize),
           over: (bottom - box.top) / scale - s.offsetHeight,
           wide: (right - box.left) / scale - s.offsetWidth,
           scroll: s.scrollHeight - s.clientHeight};
@@ -283,6 +284,8 @@ def test_decks_in_the_browser(decks, chromium):
                     page.keyboard.press("ArrowRight")
             assert [s["index"] for s in seen] == list(range(count)), name
             assert seen[-1]["last"], name
+            small = [(s["index"] + 1, s["font"]) for s in seen if s["font"] < slides.MIN_FONT]
+            assert small == [], f"{name}: type below {slides.MIN_FONT} px: {small}"
             overflowing = [(s["index"] + 1, round(s["over"]), round(s["wide"]))
                            for s in seen if s["over"] > 1 or s["wide"] > 1 or s["scroll"] > 1]
             assert overflowing == [], f"{name}: slides overflowing 1280x720: {overflowing}"

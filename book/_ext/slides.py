@@ -67,9 +67,11 @@ TAG_IDEA = "slide-idea="
 #: The slides' design size (reveal.js scales it to the window).
 WIDTH, HEIGHT = 1280, 720
 #: Up to three exercise statements share a slide when together they are at most this long.
-PACK_CHARS = 1200
-#: A slide whose text is longer than this is set in a smaller type.
-DENSE_CHARS = 750
+PACK_CHARS = 1400
+#: The type starts at this size (px, at the design size) and shrinks, a pixel at a
+#: time, on a slide whose content would overflow, down to MIN_FONT; then the figures
+#: shrink. tests/test_slides.py checks that no slide needs less.
+FONT, MIN_FONT = 30, 18
 
 # The cells to tag, per notebook: ("title",) the opening cell (heading and idea),
 # ("takeaways",) the takeaways, ("figure", name) a figure cell, ("idea", label) the
@@ -400,7 +402,7 @@ def _item_cells(item, converter, figures, figures_url):
                 f'<img class="slide-figure" src="{figures_url}/{name}.png" '
                 f'alt="{html.escape(figure["alt"], quote=True)}">\n\n'
                 f"**{number}.** {caption}")
-        classes = "figure" + (" dense" if _plain_length(caption) > 420 else "")
+        classes = "figure"
     elif item.kind == "idea":
         statement = converter.targets.get(item.figure["statement"])
         head = statement.number if statement and statement.number else "Theorem"
@@ -411,7 +413,7 @@ def _item_cells(item, converter, figures, figures_url):
         classes = "idea"
     else:
         text = anchor + converter.markdown(item.slide)
-        classes = item.kind + (" dense" if _plain_length(text) > DENSE_CHARS else "")
+        classes = item.kind
     cells = [_slide_cell(text, item.kind, item.key, classes)]
     if item.notes:
         cells.append(_notes_cell(converter.markdown(item.notes)))
@@ -425,9 +427,8 @@ def _exercise_cells(exercises, converter):
     def flush():
         if group:
             text = "\n\n".join(converter.markdown(e.slide) for e in group)
-            dense = " dense" if _plain_length(text) > DENSE_CHARS else ""
             cells.append(_slide_cell(text, "exercise", " ".join(e.key for e in group),
-                                     "exercise" + dense))
+                                     "exercise"))
             group.clear()
 
     for exercise in exercises:
@@ -465,7 +466,38 @@ window.MathJax = {{ resources.deck.mathjax | json_dumps }};
   }
   const config = {{ resources.deck.reveal | json_dumps }};
   config.plugins = [RevealNotes];
-  const start = () => Reveal.initialize(config);
+  if (/print-pdf/.test(window.location.search)) config.slideNumber = 'c/t';
+  const height = config.height, minFont = {{ resources.deck.min_font }};
+  // How far a slide's content reaches below its top, in the slide's own pixels.
+  const reach = (slide) => {
+    const box = slide.getBoundingClientRect(), scale = box.height / slide.offsetHeight || 1;
+    let bottom = box.top, right = box.left;
+    for (const e of slide.querySelectorAll('p, li, h1, h2, h3, img, mjx-container, blockquote')) {
+      if (e.closest('aside.notes')) continue;
+      const r = e.getBoundingClientRect();
+      bottom = Math.max(bottom, r.bottom); right = Math.max(right, r.right);
+    }
+    return [(bottom - box.top) / scale, (right - box.left) / scale];
+  };
+  // Shrink the type of a slide whose content overflows, then its figure.
+  const fit = () => {
+    for (const slide of document.querySelectorAll('.reveal .slides > section')) {
+      const over = () => { const [down, across] = reach(slide);
+                           return down > height - 4 || across > config.width + 1
+                             || slide.scrollHeight > slide.clientHeight; };
+      let size = parseFloat(getComputedStyle(slide).fontSize);
+      while (over() && size > minFont) {
+        size -= 1;
+        slide.style.fontSize = size + 'px';
+      }
+      for (const img of slide.querySelectorAll('img.slide-figure')) {
+        let h = img.offsetHeight;
+        while (over() && h > 240) { h -= 20; img.style.height = h + 'px'; }
+      }
+      slide.dataset.font = size;
+    }
+  };
+  const start = () => Reveal.initialize(config).then(() => { fit(); Reveal.layout(); });
   const typeset = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
   window.addEventListener('load', () => {
     const ready = typeset();
@@ -479,7 +511,7 @@ window.MathJax = {{ resources.deck.mathjax | json_dumps }};
 """
 
 CSS = """
-html:root { --r-main-font-size: 30px; --r-heading-text-transform: none;
+html:root { --r-main-font-size: FONTpx; --r-heading-text-transform: none;
   --r-heading1-size: 1.65em; --r-heading2-size: 1.3em; --r-heading3-size: 1.1em;
   --r-block-margin: 12px; --r-heading-margin: 0 0 14px 0; --r-link-color: #0a4d8c;
   --r-link-color-hover: #0a4d8c; }
@@ -503,14 +535,12 @@ html body .reveal section.exercise .jp-RenderedHTMLCommon blockquote {
   border-left-color: #a5563b; background: #fbf6f2; }
 html body .reveal .jp-RenderedHTMLCommon blockquote p:last-child { margin-bottom: 0; }
 html body .reveal .jp-RenderedHTMLCommon a { color: var(--r-link-color); }
-html body .reveal .slides > section.dense { font-size: 0.8em; }
 html body .reveal section.deck-title h1 { color: #555; font-size: 1.2em; margin-top: 3em; }
 html body .reveal section.deck-title h2 { font-size: 1.8em; margin-bottom: 1em; }
 html body .reveal section.figure .jp-RenderedHTMLCommon p { font-size: 0.85em; }
 html body .reveal img.slide-figure { display: block; width: 100%; height: 460px;
   max-width: 100%; max-height: none; object-fit: contain; margin: 0 0 0.5em; border: 0;
   box-shadow: none; background: none; }
-html body .reveal section.dense img.slide-figure { height: 420px; }
 html body .reveal mjx-container[display="true"] { margin: 0.4em 0 !important; }
 html body .reveal .jp-Cell, html body .reveal .jp-MarkdownOutput { padding: 0; }
 """
@@ -539,12 +569,13 @@ def _resources(root, macros, mathjax_url):
         "output": {"displayOverflow": "scale"},
     }
     reveal = {"width": WIDTH, "height": HEIGHT, "margin": 0.03, "center": False,
-              "hash": True, "controls": True, "progress": True, "slideNumber": "c/t",
-              # numbers in print only: on screen the number is a link to "#/3", not an anchor
-              "showSlideNumber": "print",
+              # slide numbers in print only (on screen reveal.js makes the number a link
+              # to "#/3", which is no anchor of the page; the speaker view numbers them)
+              "hash": True, "controls": True, "progress": True, "slideNumber": False,
               "transition": "none", "viewDistance": 100, "mobileViewDistance": 100,
               "pdfMaxPagesPerSlide": 1, "pdfSeparateFragments": False}
-    return {"deck": {"mathjax": mathjax, "mathjax_url": mathjax_url, "css": CSS,
+    return {"deck": {"mathjax": mathjax, "mathjax_url": mathjax_url,
+                     "css": CSS.replace("FONTpx", f"{FONT}px"), "min_font": MIN_FONT,
                      "reveal": reveal}}
 
 
