@@ -265,31 +265,67 @@ def _not_found_page(site_url):
     return PAGE.format(title="Page not found: Near the Identity", body=body)
 
 
-def build_site(out, *, root=ROOT, repo_url=None, site_url=None, pdf_dir=None, strict=True):
-    """Build the site into ``out`` (replaced); return a summary dict."""
-    root, out = Path(root).resolve(), Path(out).resolve()
+def _addresses(root, repo_url, site_url):
+    """(repository URL, site URL ending in "/", the wheel's URL on the site)."""
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     repo_url = (repo_url or config.get("repository", {}).get("url", "")).rstrip("/")
     site_url = site_url or pages_url(repo_url)
     site_url = site_url if site_url.endswith("/") else site_url + "/"
+    return repo_url, site_url, site_url + _wheel_name(root)
+
+
+def stage_and_build(staging, *, root=ROOT, repo_url=None, site_url=None, pdf_dir=None,
+                    strict=True):
+    """Stage the book in ``staging`` for the addresses and build both editions there.
+
+    ``staging/_build/html``: the book's HTML (``jupyter-book build -n --keep-going``, and
+    ``-W`` when ``strict``); ``staging/_build/student`` and ``student-html``: the student
+    edition. Returns the HTML build's finished process (its warnings are in its output);
+    raises if the student edition cannot be built. :func:`build_site` with
+    ``built=staging`` makes the site from them (the test suite builds the book once so).
+    """
+    root, staging = Path(root).resolve(), Path(staging).resolve()
+    repo_url, site_url, wheel_url = _addresses(root, repo_url, site_url)
+    start = _step(f"staging the book for {site_url} (repository {repo_url})")
+    _stage(root, staging, repo_url, site_url, wheel_url, pdf_dir)
+    _done(start)
+    start = _step("building the HTML book")
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    build = subprocess.run([str(jupyter_book), "build", *(["-W"] if strict else []), "-n",
+                            "--keep-going", "--path-output", str(staging), str(staging)],
+                           capture_output=True, text=True,
+                           env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
+    _done(start)
+    start = _step("building the student notebooks and the student edition's HTML")
+    _run([sys.executable, "-m", "resnet_theory.homework", "student", "--root",
+          str(staging), "--out", str(staging / "_build" / "student"),
+          "--html", str(staging / "_build" / "student-html")])
+    _done(start)
+    return build
+
+
+def build_site(out, *, root=ROOT, repo_url=None, site_url=None, pdf_dir=None, strict=True,
+               built=None):
+    """Build the site into ``out`` (replaced); return a summary dict.
+
+    ``built``: a folder :func:`stage_and_build` filled for the same addresses, whose
+    builds are used instead of staging and building the book again."""
+    root, out = Path(root).resolve(), Path(out).resolve()
+    repo_url, site_url, wheel_url = _addresses(root, repo_url, site_url)
     wheel_name = _wheel_name(root)
-    wheel_url = site_url + wheel_name
-    (root / "_build").mkdir(exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="site-src-", dir=root / "_build"))
+    if built is None:
+        (root / "_build").mkdir(exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix="site-src-", dir=root / "_build"))
+    else:
+        staging = Path(built).resolve()
     try:
-        start = _step(f"staging the book for {site_url} (repository {repo_url})")
-        staged = _stage(root, staging, repo_url, site_url, wheel_url, pdf_dir)
-        _done(start)
-        start = _step("building the HTML book")
-        jupyter_book = Path(sys.executable).with_name("jupyter-book")
-        _run([str(jupyter_book), "build", *(["-W"] if strict else []), "-n", "--keep-going",
-              "--path-output", str(staging), str(staging)])
-        _done(start)
-        start = _step("building the student notebooks and the student edition's HTML")
-        _run([sys.executable, "-m", "resnet_theory.homework", "student", "--root",
-              str(staging), "--out", str(staging / "_build" / "student"),
-              "--html", str(staging / "_build" / "student-html")])
-        _done(start)
+        if built is None:
+            build = stage_and_build(staging, root=root, repo_url=repo_url, site_url=site_url,
+                                    pdf_dir=pdf_dir, strict=strict)
+            if build.returncode != 0:
+                raise RuntimeError(f"{' '.join(map(str, build.args))} failed:\n"
+                                   + (build.stdout + build.stderr)[-4000:])
+        staged = yaml.safe_load((staging / "_config.yml").read_text(encoding="utf-8"))
         if out.exists():
             shutil.rmtree(out)
         shutil.copytree(staging / "_build" / "html", out)
@@ -328,7 +364,8 @@ def build_site(out, *, root=ROOT, repo_url=None, site_url=None, pdf_dir=None, st
         (out / "site.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
         return summary
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if built is None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def main(argv=None):
