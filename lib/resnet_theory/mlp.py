@@ -28,8 +28,9 @@ each unit over the rows of the batch (batch normalisation, in training mode,
 as in He et al.'s plain and residual networks) or of each row over its
 :math:`k` units (layer normalisation), with :math:`\varepsilon = 10^{-5}` and
 no learned scale or shift. The residual
-block is the one of Hardt and Ma's all-residual networks, :math:`h + V
-\mathrm{ReLU}(U h + b)`. The read-out can be frozen at its random
+block is Hardt and Ma's building block, :math:`h + V \mathrm{ReLU}(U h + b)`
+(their Section 3, eq. (3.1); the convolutional blocks of their experiments,
+Section 4, have no bias). The read-out can be frozen at its random
 initialisation (``train_output=False``), as in their experiments.
 
 Gradients are computed by backpropagation, layer by layer, so that one
@@ -62,7 +63,7 @@ Reference: K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image
 recognition", CVPR 2016, arXiv:1512.03385; S. Ioffe and C. Szegedy, "Batch
 normalization", ICML 2015, arXiv:1502.03167; J. L. Ba, J. R. Kiros and G. E.
 Hinton, "Layer normalization", arXiv:1607.06450; M. Hardt and T. Ma, "Identity matters
-in deep learning", ICLR 2017, arXiv:1611.04231, Section 4.
+in deep learning", ICLR 2017, arXiv:1611.04231, Sections 3 and 4.
 """
 
 from __future__ import annotations
