@@ -280,8 +280,8 @@ def stage_and_build(staging, *, root=ROOT, repo_url=None, site_url=None, pdf_dir
 
     ``staging/_build/html``: the book's HTML (``jupyter-book build -n --keep-going``, and
     ``-W`` when ``strict``); ``staging/_build/student`` and ``student-html``: the student
-    edition. Returns the HTML build's finished process (its warnings are in its output);
-    raises if the student edition cannot be built. :func:`build_site` with
+    edition (the two builds run side by side). Returns both builds' finished processes
+    (book, student), their warnings in their output. :func:`build_site` with
     ``built=staging`` makes the site from them (the test suite builds the book once so).
     """
     root, staging = Path(root).resolve(), Path(staging).resolve()
@@ -289,19 +289,26 @@ def stage_and_build(staging, *, root=ROOT, repo_url=None, site_url=None, pdf_dir
     start = _step(f"staging the book for {site_url} (repository {repo_url})")
     _stage(root, staging, repo_url, site_url, wheel_url, pdf_dir)
     _done(start)
-    start = _step("building the HTML book")
+    start = _step("building the HTML book and, beside it, the student edition")
+    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    build = subprocess.run([str(jupyter_book), "build", *(["-W"] if strict else []), "-n",
-                            "--keep-going", "--path-output", str(staging), str(staging)],
-                           capture_output=True, text=True,
-                           env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
+    commands = ([str(jupyter_book), "build", *(["-W"] if strict else []), "-n", "--keep-going",
+                 "--path-output", str(staging), str(staging)],
+                [sys.executable, "-m", "resnet_theory.homework", "student", "--root",
+                 str(staging), "--out", str(staging / "_build" / "student"),
+                 "--html", str(staging / "_build" / "student-html")])
+    with tempfile.TemporaryDirectory() as logs:  # files, not pipes: neither build waits
+        outputs = [(Path(logs) / f"{n}.out", Path(logs) / f"{n}.err") for n in range(2)]
+        running = []
+        for command, (out, err) in zip(commands, outputs, strict=True):
+            with open(out, "w") as stdout, open(err, "w") as stderr:
+                running.append(subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env))
+        builds = tuple(
+            subprocess.CompletedProcess(command, process.wait(), out.read_text(errors="replace"),
+                                        err.read_text(errors="replace"))
+            for command, process, (out, err) in zip(commands, running, outputs, strict=True))
     _done(start)
-    start = _step("building the student notebooks and the student edition's HTML")
-    _run([sys.executable, "-m", "resnet_theory.homework", "student", "--root",
-          str(staging), "--out", str(staging / "_build" / "student"),
-          "--html", str(staging / "_build" / "student-html")])
-    _done(start)
-    return build
+    return builds
 
 
 def build_site(out, *, root=ROOT, repo_url=None, site_url=None, pdf_dir=None, strict=True,
@@ -320,11 +327,11 @@ def build_site(out, *, root=ROOT, repo_url=None, site_url=None, pdf_dir=None, st
         staging = Path(built).resolve()
     try:
         if built is None:
-            build = stage_and_build(staging, root=root, repo_url=repo_url, site_url=site_url,
-                                    pdf_dir=pdf_dir, strict=strict)
-            if build.returncode != 0:
-                raise RuntimeError(f"{' '.join(map(str, build.args))} failed:\n"
-                                   + (build.stdout + build.stderr)[-4000:])
+            for build in stage_and_build(staging, root=root, repo_url=repo_url,
+                                         site_url=site_url, pdf_dir=pdf_dir, strict=strict):
+                if build.returncode != 0:
+                    raise RuntimeError(f"{' '.join(map(str, build.args))} failed:\n"
+                                       + (build.stdout + build.stderr)[-4000:])
         staged = yaml.safe_load((staging / "_config.yml").read_text(encoding="utf-8"))
         if out.exists():
             shutil.rmtree(out)
