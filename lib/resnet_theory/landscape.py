@@ -329,9 +329,12 @@ def constrained_critical_points(eps, radius, weight_decay=0.0):
     point (there :math:`\mu = -\lambda \rho \le 0`, with equality only on the
     curve of global minima when :math:`\lambda = 0`).
 
-    A boundary point is a constrained ``"minimum"`` when the objective
-    increases along the circle (:math:`g''(t) > 0`) and :math:`\mu > 0`, and a
-    ``"saddle"`` when it decreases along the circle.
+    Let :math:`g(t)` be the objective on the circle,
+    :math:`g(t) = \tfrac12 (a(t) - 1)^2 + \tfrac\lambda2 \rho^2`, so that
+    :math:`g' = (a - 1)\,a'` and :math:`g'' = (a - 1)\,a''` where
+    :math:`a' = 0`. A boundary point is a constrained ``"minimum"`` when the
+    objective increases along the circle (:math:`g''(t) > 0`) and
+    :math:`\mu > 0`, and a ``"saddle"`` when it decreases along the circle.
 
     Parameters
     ----------
