@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,9 @@ settings.load_profile("resnet_theory")
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BookBuild = collections.namedtuple("BookBuild", "result html")
+BookBuild = collections.namedtuple("BookBuild", "result html source base student")
+#: the repository the suite's build is made for: a lecturer's fork (tests/test_site.py)
+FORK = "https://github.com/example/fork"
 
 
 def _jupyter_book():
@@ -47,14 +50,34 @@ def _jupyter_book():
     return str(executable) if executable.exists() else shutil.which("jupyter-book")
 
 
+def _build_site_module():
+    spec = importlib.util.spec_from_file_location("_build_site",
+                                                  ROOT / "book" / "_ext" / "build_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
 def book_build(tmp_path_factory, request):
-    """``jupyter-book build -W -n --keep-going`` of the book into a temporary folder.
+    """The book and its student edition, built once per run as ``make site`` builds them.
 
-    Built once per run and shared by tests/test_book_build.py, tests/test_browser.py
-    and the others, also when pytest-xdist runs them on different workers. Returns
-    ``BookBuild(result, html)``: the finished process and the folder of HTML pages
-    (``html / "index.html"``).
+    The book is staged for a lecturer's fork (``FORK``) published at
+    ``http://127.0.0.1:<port>/fork/`` (``base``; tests/test_site.py serves the site
+    there) and built with ``jupyter-book build -W -n --keep-going``, the student edition
+    beside it (:func:`build_site.stage_and_build`). Shared by tests/test_book_build.py,
+    tests/test_browser.py, tests/test_pdf.py, tests/test_student_html.py,
+    tests/test_site.py and tests/test_slides.py, also when pytest-xdist runs them on
+    different workers. Returns ``BookBuild(result, html, source, base, student)``: the
+    HTML build's finished process (its warnings are judged by tests/test_book_build.py),
+    the folder of its pages, the staged source, the site's address and the student
+    edition's finished process (its pages in ``source/_build/student-html``).
     """
     if not hasattr(request.config, "workerinput"):  # not a pytest-xdist worker
         return _build_book(tmp_path_factory.mktemp("book"))
@@ -65,23 +88,26 @@ def book_build(tmp_path_factory, request):
         saved = shared / "result.json"
         if saved.is_file():
             fields = json.loads(saved.read_text())
-            result = subprocess.CompletedProcess(**fields)
-            return BookBuild(result, shared / "_build" / "html")
+            return BookBuild(subprocess.CompletedProcess(**fields["result"]),
+                             shared / "src" / "_build" / "html", shared / "src", fields["base"],
+                             subprocess.CompletedProcess(**fields["student"]))
         build = _build_book(shared)
-        saved.write_text(json.dumps({"args": build.result.args,
-                                     "returncode": build.result.returncode,
-                                     "stdout": build.result.stdout,
-                                     "stderr": build.result.stderr}))
+        saved.write_text(json.dumps({
+            "base": build.base,
+            **{name: {"args": process.args, "returncode": process.returncode,
+                      "stdout": process.stdout, "stderr": process.stderr}
+               for name, process in (("result", build.result), ("student", build.student))}}))
         return build
 
 
 def _build_book(out):
-    """``jupyter-book build -W -n --keep-going`` of the book into the folder ``out``."""
-    command = [_jupyter_book(), "build", "-W", "-n", "--keep-going",
-               "--path-output", str(out), str(ROOT)]
-    env = dict(os.environ, JUPYTER_PLATFORM_DIRS="1")
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
-    return BookBuild(result, out / "_build" / "html")
+    """The book and its student edition, staged for the fork, in the folder ``out/src``."""
+    base = f"http://127.0.0.1:{_free_port()}/fork/"
+    source = Path(out) / "src"
+    source.mkdir(parents=True)
+    result, student = _build_site_module().stage_and_build(source, root=ROOT, repo_url=FORK,
+                                                           site_url=base, strict=True)
+    return BookBuild(result, source / "_build" / "html", source, base, student)
 
 
 # ----------------------------------------------------------------- the browser

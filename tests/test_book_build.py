@@ -30,8 +30,9 @@ def _toc_files():
 
 @pytest.fixture(scope="module")
 def build(book_build):
-    """The session's strict build of the book (``book_build`` in conftest.py)."""
-    return book_build
+    """The session's strict build of the book (``book_build`` in conftest.py):
+    (the finished process, the folder of its pages)."""
+    return book_build.result, book_build.html
 
 
 def _page(html_root, file):

@@ -5,9 +5,10 @@ part's last, and no word of the printed prose that names a screen control.
 The fixture does what ``make pdf`` does, into a temporary folder: the one-page
 HTML build (``jupyter-book build --builder singlehtml``), then
 ``book/_ext/print_pdf.py`` in a process of its own, printing it with Chromium. The
-one-page build starts from a copy of the environment Sphinx saved when it built the
-HTML book (the ``book_build`` fixture), as ``make book`` builds its HTML pages on the
-one-page build's environment: a page is read again only where its source is newer
+one-page build is made from the source the session's HTML book was built from (the
+``book_build`` fixture: the book staged for a fork, as ``make site`` builds it) and
+starts from a copy of the environment Sphinx saved then, as ``make book`` builds its
+HTML pages on the one-page build's environment: a page is read again only where its source is newer
 than the environment, so here none is (the HTML build, whose warnings
 tests/test_book_build.py judges, has read them all), and the one page is written,
 under -W and -n, from the same doctrees. That page is byte for byte the one a build
@@ -72,7 +73,7 @@ def printed(book_build, tmp_path_factory, chromium_executable):
     executable = Path(sys.executable).with_name("jupyter-book")
     command = [str(executable) if executable.exists() else shutil.which("jupyter-book"),
                "build", "--builder", "singlehtml", "-W", "-n", "--keep-going",
-               "--path-output", str(out), str(ROOT)]
+               "--path-output", str(out), str(book_build.source)]
     build = subprocess.run(command, capture_output=True, text=True, timeout=900,
                            env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
     assert build.returncode == 0, (build.stdout + build.stderr)[-3000:]

@@ -3,7 +3,9 @@
 The module builds the site as ``make site`` does (``book/_ext/build_site.py``), for a
 fork (``REPO_URL=https://github.com/example/fork``) published at a sub-path, as GitHub
 Pages publishes a project site, and serves it with a real HTTP server at
-``http://127.0.0.1:<port>/fork/``. Then:
+``http://127.0.0.1:<port>/fork/``. (The suite's one build of the book, conftest.py's
+``book_build``, is that staged build: the other tests of the HTML, the PDF and the
+student edition judge the same pages.) Then:
 
 - the publishing workflow is a valid GitHub workflow (check-jsonschema's vendored
   schema, offline) that builds with the README's command and deploys with the Pages
@@ -29,7 +31,6 @@ import importlib.util
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -49,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FORK = "https://github.com/example/fork"
 DEFAULT = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
+#: the page of each edition whose formulas the crawl typesets (see ``crawl``)
+TYPESET_PAGE = "book/ch5_shamir/example_one.html"
 REDIRECT = re.compile(r'<meta http-equiv="refresh"', re.IGNORECASE)
 MYST_RESIDUE = re.compile(r"\{prf:|:label:|\{numref\}|\{cite[:}]|\{doc\}|\{[a-z][\w:-]*\}`|"
                           r"```\{|:::\{")
@@ -63,12 +66,6 @@ def _module(name):
     finally:
         sys.path.remove(str(ROOT / "book" / "_ext"))
     return module
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _SubPathHandler(http.server.SimpleHTTPRequestHandler):
@@ -99,16 +96,21 @@ class _SubPathHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """The site built for the fork and served under /fork/: (folder, base URL, summary)."""
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}/fork/"
+def site(book_build, tmp_path_factory):
+    """The site built for the fork and served under /fork/: (folder, base URL, summary).
+
+    The book and its student edition are the session's build (conftest.py), staged for
+    the fork and its address as ``make site`` stages them; here the site is made from
+    them as ``make site`` makes it (``build_site(built=...)``). Warnings are judged by
+    tests/test_book_build.py; here the site is."""
+    assert book_build.result.returncode == 0 and book_build.student.returncode == 0, \
+        (book_build.result.stderr + book_build.student.stderr)[-4000:]
+    base = book_build.base
     out = tmp_path_factory.mktemp("site") / "site"
-    # Warnings are judged by tests/test_book_build.py; here the site is.
     summary = _module("build_site").build_site(out, repo_url=FORK, site_url=base, pdf_dir=None,
-                                               strict=False)
+                                               built=book_build.source)
     handler = functools.partial(_SubPathHandler, directory=str(out))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", urlparse(base).port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -190,6 +192,16 @@ def test_a_fork_build_names_only_the_fork(site):
 
 
 # ------------------------------------------------------------------ the crawl
+DEFER_TYPESETTING = _module("print_pdf").DEFER_TYPESETTING
+# (formulas, formulas typeset, MathJax errors) once MathJax has finished
+TYPESET_FORMULAS = r"""
+async () => {
+  await MathJax.startup.promise;
+  return [document.querySelectorAll('.math').length,
+          document.querySelectorAll('.math:has(mjx-container)').length,
+          document.querySelectorAll('mjx-merror, [data-mjx-error]').length];
+}
+"""
 PAGE_LINKS = r"""
 async () => {
   const mj = window.MathJax;
@@ -226,7 +238,7 @@ def crawl(site, chromium):
     """Every page of the site opened in Chromium; every same-host URL on it fetched."""
     out, base, _ = site
     host = urlparse(base).netloc
-    left_host, failed_loads, links = [], [], {}
+    left_host, failed_loads, links, typeset = [], [], {}, {}
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
 
     def route(r):
@@ -236,6 +248,11 @@ def crawl(site, chromium):
         return r.continue_()
 
     context.route("**/*", route)
+    # Every page loads every script, but MathJax typesets (and so fetches its fonts over
+    # HTTP) on one chapter page per edition: the book's survey typesets every formula
+    # (tests/test_browser.py), and the student pages hold no formula the book's do not.
+    context.add_init_script(
+        f"if (!location.pathname.endsWith('/{TYPESET_PAGE}')) {{ {DEFER_TYPESETTING} }}")
     page = context.new_page()
     page.set_default_timeout(120_000)  # the loaded machine of a whole-suite run
     missing = base + "no/such/chapter/page.html"  # asked for on purpose, below
@@ -250,6 +267,8 @@ def crawl(site, chromium):
             links.setdefault(urljoin(base + relative, target), relative)
             continue
         page.goto(base + relative, wait_until="load")
+        if relative.endswith(TYPESET_PAGE):
+            typeset[relative] = page.evaluate(TYPESET_FORMULAS)
         for url in page.evaluate(PAGE_LINKS):
             if urlparse(url).netloc == host:
                 links.setdefault(url, relative)
@@ -269,7 +288,8 @@ def crawl(site, chromium):
             "#search-results ul.search li a", "els => els.map(a => a.href)")
     context.close()
     return {"pages": pages, "links": links, "left_host": left_host,
-            "failed_loads": failed_loads, "not_found": not_found, "searches": searches}
+            "failed_loads": failed_loads, "not_found": not_found, "searches": searches,
+            "typeset": typeset}
 
 
 def _fetch(url):
@@ -288,6 +308,14 @@ def test_every_page_of_both_editions_is_crawled(crawl):
     assert sum(not p.startswith("student/") for p in pages) >= 20
 
 
+def test_mathjax_typesets_from_the_served_site_in_both_editions(crawl):
+    # its fonts are fetched over HTTP from the sub-path (test_every_resource_a_page_loads_answers)
+    assert sorted(crawl["typeset"]) == [TYPESET_PAGE, "student/" + TYPESET_PAGE]
+    for page, (formulas, typeset, errors) in crawl["typeset"].items():
+        assert formulas >= 20 and typeset == formulas and errors == 0, (page, formulas,
+                                                                        typeset, errors)
+
+
 def test_no_request_leaves_the_host(crawl):
     assert not crawl["left_host"], sorted(set(crawl["left_host"]))[:10]
 
@@ -297,17 +325,19 @@ def test_every_resource_a_page_loads_answers(crawl):
 
 
 def test_every_link_image_script_and_download_answers(crawl):
-    broken, bodies = [], {}
+    broken, answers, anchors = [], {}, {}
     for url, where in sorted(crawl["links"].items()):
         address, fragment = urldefrag(url)
-        if address not in bodies:
-            bodies[address] = _fetch(address)
-        status, body = bodies[address]
-        if status != 200:
-            broken.append((where, url, status))
-        elif fragment and address.endswith(".html"):
-            if unquote(fragment) not in _ids(body.decode("utf-8", "replace")):
-                broken.append((where, url, "no such anchor"))
+        if address not in answers:
+            status, body = _fetch(address)
+            answers[address] = status
+            if status == 200 and address.endswith(".html"):
+                anchors[address] = _ids(body.decode("utf-8", "replace"))
+        if answers[address] != 200:
+            broken.append((where, url, answers[address]))
+        elif fragment and address in anchors and not {fragment, unquote(fragment)} & anchors[
+                address]:  # a browser tries the fragment as it is written, then decoded
+            broken.append((where, url, "no such anchor"))
     assert not broken, broken[:15]
 
 

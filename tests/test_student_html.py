@@ -1,7 +1,8 @@
 """The student edition's HTML book, as a student's browser shows it, with no network.
 
 ``python -m resnet_theory.homework student --html`` (what ``make student`` runs)
-builds the book from the student notebooks with the solutions hidden. A real
+builds the book from the student notebooks with the solutions hidden; the suite builds
+it once, beside the book (the ``book_build`` fixture of conftest.py). A real
 Chromium (tests/test_browser.py's fixture) opens every page of it; every request
 that does not go to a local file is aborted and recorded. The book's pages (the
 ``book_build`` fixture of conftest.py) and the student pages are also read as
@@ -21,10 +22,7 @@ in light and dark mode, as the book's pages are (tests/test_browser.py), and at
 390 px it must not scroll sideways.
 """
 
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -80,17 +78,13 @@ def _served(path):
 
 
 @pytest.fixture(scope="module")
-def student(chromium, tmp_path_factory, request):
+def student(chromium, request):
     """Per page of the student edition: what the browser saw; and the book's pages."""
-    # The book's pages (built once per run, by whichever worker asks first) are asked
-    # for only once the student edition is built: the two builds run side by side.
-    out = tmp_path_factory.mktemp("student")
-    command = [sys.executable, "-m", "resnet_theory.homework", "student", "--root", str(ROOT),
-               "--out", str(out / "student"), "--html", str(out / "student-html")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900,
-                            env=dict(os.environ, JUPYTER_PLATFORM_DIRS="1"))
+    # The student edition is built beside the book, once per run (conftest.py).
+    book_build = request.getfixturevalue("book_build")
+    result = book_build.student
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    html = out / "student-html"
+    html = book_build.source / "_build" / "student-html"
     seen, judged = {}, {}
     browser = _Browser(chromium)
     browser.context.add_init_script(print_pdf.DEFER_TYPESETTING)  # see the module's text
@@ -111,7 +105,6 @@ def student(chromium, tmp_path_factory, request):
             seen[page] = record
     finally:
         browser.close()
-    book_build = request.getfixturevalue("book_build")
     return {"student": seen,
             "student_html": {page: _served(html / page) for page in seen},
             "book": {page: _served(book_build.html / page) for page in _pages(book_build.html)}}
