@@ -17,7 +17,8 @@ printed with the worker's Chromium. What is checked:
   keyboard walks through every slide, speaker notes on every slide but the title and
   the exercises (whose surroundings are solutions), no slide whose content overflows
   1280x720; 15 to 32 slides a deck;
-- each deck's PDF has one page per slide, of the slide's proportions.
+- each deck's PDF has one page per slide, of the slide's proportions, and no slide
+  taller than its page in reveal.js's print layout.
 """
 
 import importlib.util
@@ -60,8 +61,8 @@ def decks(book_build, tmp_path_factory):
 @pytest.fixture(scope="module")
 def printed(decks, chromium):
     out, counts = decks
-    slides.print_decks(out, list(counts), browser=chromium)
-    return out, counts
+    cut = slides.print_decks(out, list(counts), browser=chromium)
+    return out, counts, cut
 
 
 def _chapters():
@@ -298,7 +299,8 @@ def test_decks_in_the_browser(decks, chromium):
 def test_deck_pdfs_have_a_page_per_slide(printed):
     from pypdf import PdfReader
 
-    out, counts = printed
+    out, counts, cut = printed
+    assert cut == {name: [] for name in counts}, f"slides taller than their page: {cut}"
     for name, count in counts.items():
         reader = PdfReader(out / name.replace(".html", ".pdf"))
         assert len(reader.pages) == count, name

@@ -445,6 +445,7 @@ def _exercise_cells(exercises, converter):
 TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {% block html_head_js %}{% endblock html_head_js %}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{% block notebook_css %}{% endblock notebook_css %}
 {% block html_head_js_mathjax %}
 <script>
 window.MathJax = {{ resources.deck.mathjax | json_dumps }};
@@ -461,34 +462,42 @@ window.MathJax = {{ resources.deck.mathjax | json_dumps }};
 <script src="{{ resources.reveal.url_prefix }}/dist/plugin/notes.js"></script>
 <script>
 (function () {
-  for (const section of document.querySelectorAll('.reveal .slides > section[data-class]')) {
+  for (const section of document.querySelectorAll('.reveal .slides section[data-class]')) {
     section.className += ' ' + section.dataset.class;
   }
   const config = {{ resources.deck.reveal | json_dumps }};
   config.plugins = [RevealNotes];
-  if (/print-pdf/.test(window.location.search)) config.slideNumber = 'c/t';
+  if (/print-pdf/.test(window.location.search)) {
+    // one page per slide, exactly the slide's size (reveal.js adds the margin to a page)
+    Object.assign(config, {slideNumber: 'c/t', margin: 0});
+  }
   const height = config.height, minFont = {{ resources.deck.min_font }};
-  // How far a slide's content reaches below its top, in the slide's own pixels.
+  // How far a slide's content reaches below its top and to the right of its left edge.
   const reach = (slide) => {
-    const box = slide.getBoundingClientRect(), scale = box.height / slide.offsetHeight || 1;
+    const box = slide.getBoundingClientRect();
     let bottom = box.top, right = box.left;
     for (const e of slide.querySelectorAll('p, li, h1, h2, h3, img, mjx-container, blockquote')) {
       if (e.closest('aside.notes')) continue;
       const r = e.getBoundingClientRect();
       bottom = Math.max(bottom, r.bottom); right = Math.max(right, r.right);
     }
-    return [(bottom - box.top) / scale, (right - box.left) / scale];
+    return [bottom - box.top, right - box.left];
   };
-  // Shrink the type of a slide whose content overflows, then its figure.
+  // Before reveal.js lays the deck out (on screen or for print alike), every slide is
+  // set at the design size; the type of a slide whose content overflows shrinks a pixel
+  // at a time, down to minFont, and then its figure.
   const fit = () => {
+    document.documentElement.classList.add('deck-measuring');
     for (const slide of document.querySelectorAll('.reveal .slides > section')) {
       const over = () => { const [down, across] = reach(slide);
                            return down > height - 4 || across > config.width + 1
                              || slide.scrollHeight > slide.clientHeight; };
+      // the size goes on the slide's inner sections too: print mode lays those out alone
+      const sections = [slide, ...slide.querySelectorAll('section')];
       let size = parseFloat(getComputedStyle(slide).fontSize);
       while (over() && size > minFont) {
         size -= 1;
-        slide.style.fontSize = size + 'px';
+        sections.forEach(section => { section.style.fontSize = size + 'px'; });
       }
       for (const img of slide.querySelectorAll('img.slide-figure')) {
         let h = img.offsetHeight;
@@ -496,14 +505,15 @@ window.MathJax = {{ resources.deck.mathjax | json_dumps }};
       }
       slide.dataset.font = size;
     }
+    document.documentElement.classList.remove('deck-measuring');
   };
-  const start = () => Reveal.initialize(config).then(() => { fit(); Reveal.layout(); });
+  const start = () => Reveal.initialize(config);
   const typeset = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
   window.addEventListener('load', () => {
-    const ready = typeset();
-    (ready ? ready : Promise.resolve()).then(start).then(() => {
-      document.documentElement.dataset.deckReady = 'true';
-    });
+    Promise.all([typeset() || Promise.resolve(), document.fonts.ready])
+      .then(fit).then(start).then(() => {
+        document.documentElement.dataset.deckReady = 'true';
+      });
   });
 })();
 </script>
@@ -515,6 +525,12 @@ html:root { --r-main-font-size: FONTpx; --r-heading-text-transform: none;
   --r-heading1-size: 1.65em; --r-heading2-size: 1.3em; --r-heading3-size: 1.1em;
   --r-block-margin: 12px; --r-heading-margin: 0 0 14px 0; --r-link-color: #0a4d8c;
   --r-link-color-hover: #0a4d8c; }
+html, body, body > main { height: 100%; margin: 0; }
+html.deck-measuring .reveal .slides { width: 1280px; height: 720px; left: 0; top: 0;
+  transform: none; }
+html.deck-measuring .reveal .slides section { display: block !important; }
+html.deck-measuring .reveal .slides > section { position: absolute; top: 0; left: 0;
+  width: 1280px; height: 720px; visibility: hidden; transform: none; }
 html body .reveal .slides { text-align: left; }
 html body .reveal .slides > section { height: 100%; box-sizing: border-box; padding: 4px 0; }
 html body .reveal .jp-RenderedHTMLCommon { font-family: var(--r-main-font); font-size: 1em;
@@ -543,6 +559,8 @@ html body .reveal img.slide-figure { display: block; width: 100%; height: 460px;
   box-shadow: none; background: none; }
 html body .reveal mjx-container[display="true"] { margin: 0.4em 0 !important; }
 html body .reveal .jp-Cell, html body .reveal .jp-MarkdownOutput { padding: 0; }
+html body .reveal a.anchor-link { display: none; }
+html body .reveal code { font-size: 0.85em; background: #f0f0f0; padding: 0 0.15em; }
 """
 
 
@@ -553,7 +571,8 @@ def _exporter(reveal_prefix):
     exporter = SlidesExporter(
         extra_loaders=[jinja2.DictLoader({"deck.html.j2": TEMPLATE})],
         template_file="deck.html.j2", reveal_url_prefix=reveal_prefix, reveal_theme="white",
-        exclude_input_prompt=True, exclude_output_prompt=True, exclude_input=True)
+        exclude_input_prompt=True, exclude_output_prompt=True, exclude_input=True,
+        exclude_anchor_links=True)
     return exporter
 
 
@@ -572,7 +591,7 @@ def _resources(root, macros, mathjax_url):
               # slide numbers in print only (on screen reveal.js makes the number a link
               # to "#/3", which is no anchor of the page; the speaker view numbers them)
               "hash": True, "controls": True, "progress": True, "slideNumber": False,
-              "transition": "none", "viewDistance": 100, "mobileViewDistance": 100,
+              "transition": "none",
               "pdfMaxPagesPerSlide": 1, "pdfSeparateFragments": False}
     return {"deck": {"mathjax": mathjax, "mathjax_url": mathjax_url,
                      "css": CSS.replace("FONTpx", f"{FONT}px"), "min_font": MIN_FONT,
@@ -632,9 +651,18 @@ def open_deck(page, path, query=""):
                            timeout=60000)
 
 
+#: In print mode: the pages whose slide is taller than the page (numbered from 1).
+CUT_PAGES = """() => [...document.querySelectorAll('.reveal .pdf-page')].map((page, i) =>
+  [i + 1, page.querySelector('section').offsetHeight - page.clientHeight])
+  .filter(([i, over]) => over > 1).map(([i]) => i)"""
+
+
 def print_decks(out, names, chromium=None, browser=None):
-    """Print each deck to ``<name>.pdf``, one slide a page (reveal.js's print mode)."""
+    """Print each deck to ``<name>.pdf``, one slide a page (reveal.js's print mode);
+    return ``{name: [pages whose slide is taller than the page]}``."""
     import print_pdf
+
+    cut = {}
 
     def run(browser):
         context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
@@ -644,6 +672,7 @@ def print_decks(out, names, chromium=None, browser=None):
                 open_deck(page, Path(out) / name, "?print-pdf")
                 page.wait_for_function("document.querySelector('.reveal .pdf-page')",
                                        timeout=60000)
+                cut[name] = page.evaluate(CUT_PAGES)
                 page.pdf(path=str(Path(out) / name.replace(".html", ".pdf")),
                          width=f"{WIDTH}px", height=f"{HEIGHT}px", print_background=True,
                          margin={"top": "0", "bottom": "0", "left": "0", "right": "0"})
@@ -651,7 +680,8 @@ def print_decks(out, names, chromium=None, browser=None):
             context.close()
 
     if browser is not None:
-        return run(browser)
+        run(browser)
+        return cut
     from playwright.sync_api import sync_playwright
 
     executable = chromium or print_pdf.find_chromium()
@@ -665,6 +695,7 @@ def print_decks(out, names, chromium=None, browser=None):
             run(browser)
         finally:
             browser.close()
+    return cut
 
 
 # ------------------------------------------------------------------ tagging
