@@ -1,7 +1,9 @@
 r"""The population risk of a deep linear residual network and its landscape.
 
-Hardt and Ma's linear model: inputs :math:`x` with covariance
-:math:`\Sigma = \mathbb{E}[x x^\top]`, labels :math:`y = R x + \xi` with noise
+Hardt and Ma's linear model: inputs :math:`x` with second-moment matrix
+:math:`\Sigma = \mathbb{E}[x x^\top]` (the paper's "covariance"; :math:`x` need
+not be centred, and the argument ``covariance`` is this matrix), labels
+:math:`y = R x + \xi` with noise
 :math:`\xi` independent of :math:`x`, :math:`\mathbb{E}\xi = 0`,
 :math:`\mathbb{E}[\xi \xi^\top] = \sigma_\xi^2 I_d` (the paper takes
 :math:`\sigma_\xi = 1`), and the network
