@@ -582,7 +582,9 @@ def _resources(root, macros, mathjax_url):
         "tex": {"inlineMath": [["$", "$"], ["\\(", "\\)"]],
                 "displayMath": [["$$", "$$"], ["\\[", "\\]"]],
                 "processEscapes": True, "macros": macros},
-        "options": {"menuOptions": {"settings": {
+        # The notes stay TeX: the speaker view shows them in a window without MathJax's
+        # styles, where typeset formulas would be unreadable.
+        "options": {"ignoreHtmlClass": "notes", "menuOptions": {"settings": {
             "enrich": False, "speech": False, "braille": False, "assistiveMml": True,
             "inTabOrder": False}}},
         "output": {"displayOverflow": "scale"},
