@@ -14,9 +14,10 @@ printed with the worker's Chromium. What is checked:
   the only other words being the deck's title) and no sentence of a solution is on it;
 - in Chromium, each deck opened from disk with the network blocked: every formula
   typeset (no TeX left, no MathJax error), every image loaded, no console error, the
-  keyboard walks through every slide, speaker notes on every slide but the title and
-  the exercises (whose surroundings are solutions), no slide whose content overflows
-  1280x720; 15 to 32 slides a deck;
+  keyboard walks through every slide, speaker notes on every slide but the titles (an
+  opening is itself the prose) and the exercises (whose surroundings are solutions), no
+  slide whose content overflows 1280x720 or whose type had to shrink below 18 px; 15
+  to 32 slides a deck;
 - each deck's PDF has one page per slide, of the slide's proportions, and no slide
   taller than its page in reveal.js's print layout.
 """
@@ -175,6 +176,9 @@ def _reference(number, notebooks, converter):
         notebook = nbformat.read(path, as_version=4)
         docname = path.relative_to(ROOT).with_suffix("").as_posix()
         colab = converter.notebook(notebook, docname)
+        for cell in notebook.cells:  # a figure's alt text can be its slide's notes
+            alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+            words.append(_words(alt))
         for cell in colab.cells:
             if cell.cell_type == "markdown":
                 content = text(cell.source)
@@ -275,7 +279,7 @@ def test_decks_in_the_browser(decks, chromium):
             assert survey["images"] == [], (name, survey["images"])
             assert survey["notes"], f"{name}: no speaker view (notes plugin)"
             for number, slide in enumerate(survey["slides"]):
-                if slide["kind"] not in ("deck-title", "exercise"):
+                if slide["kind"] not in ("deck-title", "title", "exercise"):
                     assert slide["notes"] > 40, f"{name}, slide {number + 1}: no notes"
             page.locator(".reveal").focus()
             seen = []

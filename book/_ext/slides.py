@@ -25,10 +25,13 @@ this file, see ``revealjs/VENDORED.txt``) and the book's MathJax (``mathjax/``, 
 Every slide's text goes through the Colab editions' converter
 (:class:`editions.ColabConverter`), so a deck shows "Theorem 2.1 (...)" with the book's
 numbers and titles, links to the book instead of MyST roles, and no MyST. The speaker
-notes are the prose around each slide: the rest of a tagged cell's prose, else the
-paragraph that refers to a figure, else the nearest paragraph before the item (after it
-when there is none), never one inside a solution. Exercise slides have no notes: the
-prose around an exercise is its solution.
+notes are the prose around each slide, each paragraph used once: the rest of a tagged
+cell's prose; for a figure, the paragraph that refers to it, else one of its section,
+else its alt text; for a statement, the nearest paragraph of its section before it
+(after it when there is none); for the takeaways, the paragraph closing the section
+before them; never one inside a solution. They keep their formulas as TeX. An opening
+whose cell is one paragraph has no notes (the slide is that paragraph), nor have the
+exercise slides (the prose around an exercise is its solution).
 
 The tags are written by ``python book/_ext/slides.py tag`` from the table ``TAGS``
 below: it reads each notebook, adds the tags, and writes it back, changing nothing
@@ -220,23 +223,43 @@ def _first_idea(body):
 def notebook_items(notebook, name):
     """The slide items of one notebook, in its order, with their notes."""
     skip = solution_cells(notebook)
-    prose = list(_prose_runs(notebook, skip))
+    # The prose of the notebook outside solutions and boxes, with the section (between
+    # two headings) each paragraph is in; a paragraph serves one slide at most.
+    flow, section, where, used = [], 0, {}, set()
+    for index, cell in enumerate(notebook.cells):
+        where[(index, 0)] = section
+        if cell.cell_type != "markdown" or index in skip:
+            continue
+        for number, block in enumerate(blocks(cell.source)):
+            if block.kind == "heading" and not block.text.startswith("# "):
+                section += 1
+            where[(index, number)] = section
+            if block.kind == "prose":
+                flow.append(((index, number), section, block.text))
+
+    def pick(index, number, same_section=True, after=True):
+        """The nearest unused paragraph before (index, number), else after it."""
+        here = (index, number)
+        sec = where.get(here, 0)
+        free = [(pos, text) for pos, part, text in flow if pos not in used
+                and (not same_section or part == sec)]
+        earlier = [f for f in free if f[0] < here]
+        later = [f for f in free if f[0] > here] if after else []
+        chosen = earlier[-1] if earlier else (later[0] if later else None)
+        if chosen is None:
+            return ""
+        used.add(chosen[0])
+        return chosen[1]
+
     items, ideas = [], {}
     for index, cell in enumerate(notebook.cells):
         for tag in _tags(cell):
             if tag.startswith(TAG_IDEA):
                 ideas[tag[len(TAG_IDEA):]] = index
-
-    def before(index, number):
-        found = [p for p in prose if (p[0], p[1]) < (index, number)]
-        return found[-1][2] if found else ""
-
-    def after(index, number):
-        found = [p for p in prose if (p[0], p[1]) > (index, number)]
-        return found[0][2] if found else ""
-
-    def around(index, number):
-        return before(index, number) or after(index, number)
+    # a tagged cell's first paragraph is a slide's text, the rest of its prose its notes
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown" and TAG_SLIDE in _tags(cell):
+            used.update(pos for pos, _, _ in flow if pos[0] == index)
 
     pending_proof = {}  # label of the last statement without its proof yet
     for index, cell in enumerate(notebook.cells):
@@ -255,11 +278,16 @@ def notebook_items(notebook, name):
                 if png is None:
                     raise ValueError(f"{name}, cell {index}: the figure has no PNG output")
                 label = figure.get("name", key)
-                refers = [p[2] for p in prose if f"`{label}`" in p[2]]
-                notes = refers[0] if refers else around(index, 0)
+                refers = [(pos, text) for pos, _, text in flow
+                          if f"`{label}`" in text and pos not in used]
+                if refers:
+                    used.add(refers[0][0])
+                alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+                # else a paragraph of its section, else what its alt text says it shows
+                notes = refers[0][1] if refers else (pick(index, 0) or alt)
                 items.append(Item("figure", label, "", notes, index, {
                     "name": label, "caption": figure.get("caption", ""),
-                    "alt": cell.metadata.get("mystnb", {}).get("image", {}).get("alt", ""),
+                    "alt": alt,
                     "png": base64.b64decode(png)}))
             continue
         if cell.cell_type != "markdown":
@@ -279,10 +307,10 @@ def notebook_items(notebook, name):
                 more.append(rest.pop(0).text)
             kind = "title" if index == 0 or (heading and heading[0].startswith("# ")) \
                 else "takeaways"
-            # the opening's notes: the rest of its cell, else the next paragraph; the
-            # takeaways': the paragraph that closes the section before them
-            notes = "\n\n".join(more) or (after(index, len(parts)) if kind == "title"
-                                           else before(index, 0))
+            # the opening's notes: the rest of its cell; the takeaways', else, the
+            # paragraph that closes the section before them
+            notes = "\n\n".join(more) or ("" if kind == "title" else
+                                           pick(index, 0, same_section=False, after=False))
             items.append(Item(kind, key, "\n\n".join(heading + body), notes, index))
         for number, block in enumerate(parts):
             if block.kind != "directive":
@@ -292,7 +320,7 @@ def notebook_items(notebook, name):
             if block.name.startswith("prf:") and kind in STATEMENT_KINDS:
                 if not label:
                     raise ValueError(f"{name}, cell {index}: a {kind} box without a label")
-                items.append(Item("statement", label, block.text, around(index, number),
+                items.append(Item("statement", label, block.text, pick(index, number),
                                   index))
                 pending_proof = {"label": label, "title": block.argument}
             elif block.name == "prf:proof" and pending_proof:
