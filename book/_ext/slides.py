@@ -477,6 +477,11 @@ TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {% block html_head_js_mathjax %}
 <script>
 window.MathJax = {{ resources.deck.mathjax | json_dumps }};
+if (/print-pdf/.test(window.location.search)) {
+  // a PDF has no use for the hidden MathML of screen readers (nor its CPU)
+  MathJax.loader.load = [];
+  MathJax.options.menuOptions.settings.assistiveMml = false;
+}
 </script>
 <script defer src="{{ resources.deck.mathjax_url }}"></script>
 {% endblock html_head_js_mathjax %}
