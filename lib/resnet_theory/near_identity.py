@@ -214,7 +214,8 @@ def near_identity_factors(a, depth) -> np.ndarray:
     :math:`\|R^{1/q} - I\|_2 = 2 \sin(\max_j |\theta_j| / (2q)) \le \pi / q` and
     :math:`\|P^{1/p} - I\|_2 \le e^{\gamma/p} - 1`; the split minimising the
     larger of the two is chosen, which gives roughly
-    :math:`\max_i \|A_i\|_2 \approx (\pi + \gamma)/L` and satisfies both versions
+    :math:`\max_i \|A_i\|_2 \approx (\theta + \gamma)/L \le (\pi + \gamma)/L` with
+    :math:`\theta = \max_j |\theta_j|`, and satisfies both versions
     of :func:`resnet_theory.near_identity.theorem_2_1_bound` whenever
     :math:`L \ge 3\gamma`. The last factor is finally recomputed as
     :math:`a\,[(I + A_{L-1}) \cdots (I + A_1)]^{-1} - I` so that the product
