@@ -12,10 +12,12 @@ student edition judge the same pages.) Then:
   actions;
 - nothing in the site (pages, scripts, notebooks, the wheel) names the default
   repository: the fork's address reaches every launch button and install cell;
-- Chromium opens every page of both editions (network blocked beyond the host):
-  every link, image, script, stylesheet and download on them answers, every
-  ``#anchor`` exists, no request leaves the host, and a search in each edition finds
-  pages whose links answer;
+- every page of both editions, read as served: every link, image, script, stylesheet
+  and download on it answers, every ``#anchor`` exists and nothing it loads is on
+  another host; Chromium opens a few pages of each edition over HTTP (network blocked
+  beyond the host; see ``crawl``): every resource their scripts fetch answers, no
+  request leaves the host, and a search in each edition finds pages whose links
+  answer;
 - the 28 Colab editions, rendered by a CommonMark renderer (no MyST), show no MyST
   syntax, and one of them runs top to bottom in a fresh kernel of a fresh virtual
   environment whose only copy of the library is the wheel its first cell installs from
@@ -31,6 +33,7 @@ import importlib.util
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -233,24 +236,83 @@ def _ids(html_text):
     return set(tree.xpath("//@id")) | set(tree.xpath("//a/@name"))
 
 
+#: what a page's HTML links to or loads: (element, attribute) pairs
+LINKING = (("a", "href"), ("img", "src"), ("script", "src"), ("link", "href"),
+           ("source", "srcset"), ("iframe", "src"), ("video", "src"), ("audio", "src"))
+#: the ``rel`` values of a ``<link>`` that the browser fetches
+FETCHED_RELS = {"stylesheet", "icon", "preload", "modulepreload", "prefetch", "manifest"}
+
+
+def _served_links(text, address):
+    """(links, loads) of a served page's HTML, as absolute URLs: every URL it links to
+    or loads (what PAGE_LINKS reads in the browser), and the resources the browser
+    fetches for it as it loads (scripts, stylesheets, images, frames)."""
+    tree = lxml.html.fromstring(text)
+    links, loads = [], []
+    for tag, attribute in LINKING:
+        for element in tree.iter(tag):
+            value = (element.get(attribute) or "").strip()
+            if not value:
+                continue
+            url = urlparse(urljoin(address, value.split(" ")[0]))
+            if url.scheme in ("http", "https") and not url.path:
+                url = url._replace(path="/")  # as a browser writes it
+            url = url.geturl()
+            links.append(url)
+            rels = set((element.get("rel") or "").lower().split())
+            if tag != "a" and (tag != "link" or rels & FETCHED_RELS):
+                loads.append(url)
+    return links, loads
+
+
+#: the pages Chromium opens in each edition (see ``crawl``)
+BROWSED = ("book/intro.html", TYPESET_PAGE)
+
+
 @pytest.fixture(scope="module")
 def crawl(site, chromium):
-    """Every page of the site opened in Chromium; every same-host URL on it fetched."""
+    """Every page of the site read as it is served, every same-host URL on it fetched
+    (by the tests); a few pages of each edition opened in Chromium over HTTP.
+
+    What a page's HTML names is read from the served file: every link, image, script,
+    stylesheet and download (the tests fetch each from the server, ``#anchors``
+    included), and every resource the browser would fetch from another host. What
+    scripts fetch as they run is seen in Chromium, which opens the opening page and a
+    chapter page of each edition (typeset: MathJax fetches its fonts), the search page
+    of each edition and the 404 page, with every other host cut off: every response
+    must answer and no request may leave the host. Every page loads the same scripts
+    (each is fetched over HTTP here), and the book's survey (tests/test_browser.py)
+    opens every page of the build, of which the site is a copy, typesets every formula
+    and fails on any resource that does not load (a console error) and on any request
+    for another host; the student edition's survey does the same for its pages.
+    """
     out, base, _ = site
     host = urlparse(base).netloc
     left_host, failed_loads, links, typeset = [], [], {}, {}
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-
-    def route(r):
-        if urlparse(r.request.url).netloc != host:
-            left_host.append(r.request.url)
-            return r.abort()
-        return r.continue_()
-
-    context.route("**/*", route)
-    # Every page loads every script, but MathJax typesets (and so fetches its fonts over
-    # HTTP) on one chapter page per edition: the book's survey typesets every formula
-    # (tests/test_browser.py), and the student pages hold no formula the book's do not.
+    pages = _pages(out)
+    for relative in pages:
+        text = (out / relative).read_text(encoding="utf-8", errors="replace")
+        if REDIRECT.search(text):  # a redirect page: its target is a link to check
+            target = re.search(r'url=([^"\'>]+)', text, re.IGNORECASE)[1]
+            links.setdefault(urljoin(base + relative, target), relative)
+            continue
+        found, loads = _served_links(text, base + relative)
+        for url in found:
+            if urlparse(url).netloc == host:
+                links.setdefault(url, relative)
+        left_host += [url for url in loads if urlparse(url).netloc not in (host, "")]
+    # Every other host is cut off by a proxy that answers nothing (only the site's host
+    # bypasses it), and every request for one is still seen and recorded.
+    context = chromium.new_context(viewport={"width": 1280, "height": 900},
+                                   service_workers="block",
+                                   proxy={"server": f"http://127.0.0.1:{_closed_port()}",
+                                          "bypass": host})
+    context.on("request", lambda request: left_host.append(request.url)
+               if urlparse(request.url).scheme in ("http", "https", "ws", "wss")
+               and urlparse(request.url).netloc != host else None)
+    # MathJax typesets (and so fetches its fonts over HTTP) on one chapter page per
+    # edition: the book's survey typesets every formula (tests/test_browser.py), and
+    # the student pages hold no formula the book's do not.
     context.add_init_script(
         f"if (!location.pathname.endsWith('/{TYPESET_PAGE}')) {{ {DEFER_TYPESETTING} }}")
     page = context.new_page()
@@ -259,17 +321,13 @@ def crawl(site, chromium):
     page.on("response", lambda response: failed_loads.append(
         (page.url, response.url, response.status))
         if response.status >= 400 and response.url != missing else None)
-    pages = _pages(out)
-    for relative in pages:
-        text = (out / relative).read_text(encoding="utf-8", errors="replace")
-        if REDIRECT.search(text):  # a redirect page: its target is a link to check
-            target = re.search(r'url=([^"\'>]+)', text, re.IGNORECASE)[1]
-            links.setdefault(urljoin(base + relative, target), relative)
-            continue
+    browsed = {edition + name: set() for edition in ("", "student/") for name in BROWSED}
+    for relative, seen in browsed.items():
         page.goto(base + relative, wait_until="load")
         if relative.endswith(TYPESET_PAGE):
             typeset[relative] = page.evaluate(TYPESET_FORMULAS)
-        for url in page.evaluate(PAGE_LINKS):
+        seen.update(page.evaluate(PAGE_LINKS))
+        for url in seen:  # those the page's scripts add too
             if urlparse(url).netloc == host:
                 links.setdefault(url, relative)
     # the 404 page, as a host serves it for an address deep in the site
@@ -287,9 +345,16 @@ def crawl(site, chromium):
         searches[edition] = page.eval_on_selector_all(
             "#search-results ul.search li a", "els => els.map(a => a.href)")
     context.close()
-    return {"pages": pages, "links": links, "left_host": left_host,
+    return {"pages": pages, "browsed": browsed, "links": links, "left_host": left_host,
             "failed_loads": failed_loads, "not_found": not_found, "searches": searches,
             "typeset": typeset}
+
+
+def _closed_port():
+    """A loopback port nothing listens on: a connection to it is refused at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _fetch(url):
@@ -306,6 +371,18 @@ def test_every_page_of_both_editions_is_crawled(crawl):
     assert "index.html" in pages and "student/index.html" in pages
     assert sum(p.startswith("student/") for p in pages) >= 20
     assert sum(not p.startswith("student/") for p in pages) >= 20
+    assert set(crawl["browsed"]) <= set(pages)
+
+
+def test_the_crawl_reads_the_links_the_browser_finds(crawl, site):
+    # On each page Chromium opened, every URL read from the served HTML is one the
+    # browser finds there, resolved alike (its scripts may add more: fetched too).
+    out, base, _ = site
+    for relative, in_browser in crawl["browsed"].items():
+        text = (out / relative).read_text(encoding="utf-8")
+        found = set(_served_links(text, base + relative)[0])
+        in_browser = {url.removesuffix("#") for url in in_browser}  # "#" alone: the page
+        assert len(found) >= 20 and found <= in_browser, (relative, sorted(found - in_browser))
 
 
 def test_mathjax_typesets_from_the_served_site_in_both_editions(crawl):
