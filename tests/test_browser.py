@@ -346,9 +346,10 @@ async ([rules, tags]) => {
 """
 
 # Colour rules (color-contrast, link-in-text-block) judge one element for each
-# distinct look of text: its colour, font size and weight, shadow and underline, every
-# background and opacity behind it up to the first opaque background, and for a link
-# the colour and underline of the text around it. Two elements that agree in all of
+# distinct look of text: its colour, font size, weight and style, shadow and underline,
+# every background and opacity behind it up to the first opaque background, and for a
+# link the colour, underline, size, weight and style of the text around it (which
+# link-in-text-block compares with the link's). Two elements that agree in all of
 # these have the same contrast, so a look judged once (on this page or an earlier one
 # of the survey, in the same colour mode) is not judged again: the representatives of
 # the new looks are marked data-axe-sample, and the colour rules look at them alone.
@@ -386,9 +387,10 @@ SAMPLE_LOOKS = r"""
     let around = '';
     if (link && link.parentElement) {
       const p = getComputedStyle(link.parentElement);
-      around = [p.color, p.display, p.textDecorationLine].join(',');
+      around = [p.color, p.display, p.textDecorationLine, p.fontWeight, p.fontStyle,
+                p.fontSize].join(',');
     }
-    const key = [link ? 'link:' + around : '', s.color, s.fontSize, s.fontWeight,
+    const key = [link ? 'link:' + around : '', s.color, s.fontSize, s.fontWeight, s.fontStyle,
                  s.textShadow, s.textDecorationLine, backdrop(el)].join(';');
     if (!seen.has(key)) {
       seen.add(key);
