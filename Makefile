@@ -50,8 +50,8 @@ NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | so
 # Tests: `make test` runs the whole suite on TEST_JOBS pytest-xdist workers (default:
 # one more than the number of cores, as several tests mostly wait -- on a sandbox's
 # time limit, a CPU quota, a server or a browser -- and the extra worker keeps the
-# cores busy meanwhile: on 2 cores, 169 s with 2 workers, 150 and 152 s with 3,
-# 162 s with 4; TEST_JOBS=0 runs it in one process). A notebook's cells run
+# cores busy meanwhile: on 2 cores, when the suite took about 150 s, 169 s with 2
+# workers, 150 and 152 s with 3, 162 s with 4; TEST_JOBS=0 runs it in one process). A notebook's cells run
 # in order in one kernel, and every test file stays whole on one worker
 # (--dist loadfile), so module fixtures are built once. The files are handed out in
 # the order conftest.py gives them (--no-loadscope-reorder): the longest first, then
