@@ -65,6 +65,13 @@ def _free_port():
 
 
 @pytest.fixture(scope="session")
+def free_port():
+    """The function that finds a loopback port nothing listens on (a connection to it
+    is refused at once)."""
+    return _free_port
+
+
+@pytest.fixture(scope="session")
 def book_build(tmp_path_factory, request):
     """The book and its student edition, built once per run as ``make site`` builds them.
 

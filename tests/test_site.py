@@ -33,7 +33,6 @@ import importlib.util
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -270,7 +269,7 @@ BROWSED = ("book/intro.html", TYPESET_PAGE)
 
 
 @pytest.fixture(scope="module")
-def crawl(site, chromium):
+def crawl(site, chromium, free_port):
     """Every page of the site read as it is served, every same-host URL on it fetched
     (by the tests); a few pages of each edition opened in Chromium over HTTP.
 
@@ -305,7 +304,7 @@ def crawl(site, chromium):
     # bypasses it), and every request for one is still seen and recorded.
     context = chromium.new_context(viewport={"width": 1280, "height": 900},
                                    service_workers="block",
-                                   proxy={"server": f"http://127.0.0.1:{_closed_port()}",
+                                   proxy={"server": f"http://127.0.0.1:{free_port()}",
                                           "bypass": host})
     context.on("request", lambda request: left_host.append(request.url)
                if urlparse(request.url).scheme in ("http", "https", "ws", "wss")
@@ -348,13 +347,6 @@ def crawl(site, chromium):
     return {"pages": pages, "browsed": browsed, "links": links, "left_host": left_host,
             "failed_loads": failed_loads, "not_found": not_found, "searches": searches,
             "typeset": typeset}
-
-
-def _closed_port():
-    """A loopback port nothing listens on: a connection to it is refused at once."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _fetch(url):
